@@ -1,0 +1,1 @@
+"""Policy node and its backends (imported as ``vla_bridge.policy_nodes``)."""

@@ -1,0 +1,1 @@
+"""Simulator nodes and their backends (imported as ``vla_bridge.sim_nodes``)."""

@@ -1,0 +1,65 @@
+"""The simulator-backend protocol that MuJoCo (now), SAPIEN and LIBERO (later) implement."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from vla_bridge.world import WorldState
+
+
+@dataclass
+class CameraModel:
+    """Pinhole model of one camera at the current sim state (for cue projection)."""
+    width: int
+    height: int
+    fovy_deg: float
+    world_from_camera: np.ndarray  # (4, 4); camera looks along its -z, y up (OpenGL)
+
+    @property
+    def focal_px(self) -> float:
+        return 0.5 * self.height / np.tan(np.deg2rad(self.fovy_deg) / 2)
+
+
+class SimBackend(ABC):
+    """One simulated bimanual workcell. All joint vectors follow the contract order."""
+
+    #: seconds of simulated time per control tick (one executed action)
+    control_period: float
+
+    @abstractmethod
+    def reset(self, scene: str, layout: str, seed: int) -> None:
+        """Build/restore the scene with the layout's objects jittered by `seed`; arms at home."""
+
+    @abstractmethod
+    def apply(self, target: np.ndarray) -> None:
+        """Set absolute joint targets (contract order, gripper normalised 1 = open)."""
+
+    @abstractmethod
+    def step(self) -> None:
+        """Advance one control period."""
+
+    @abstractmethod
+    def joint_positions(self) -> np.ndarray:
+        """Measured joint vector (contract order, gripper normalised opening)."""
+
+    @abstractmethod
+    def world_state(self) -> WorldState:
+        """Privileged object and tool-centre-point poses."""
+
+    @abstractmethod
+    def render(self, camera: str) -> np.ndarray:
+        """RGB image (H, W, 3) uint8 from a contract camera."""
+
+    @abstractmethod
+    def camera_model(self, camera: str) -> CameraModel:
+        """Intrinsics and current pose of a contract camera."""
+
+    @property
+    @abstractmethod
+    def time(self) -> float:
+        """Simulated seconds since reset."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release renderer resources."""

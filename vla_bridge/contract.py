@@ -1,0 +1,160 @@
+"""The topic contract: every topic name, message type, QoS, joint name, camera name and unit.
+
+This is the one module that owns these conventions. Sim nodes, robot nodes, the policy node
+and the evaluator import names from here and never spell a topic string themselves.
+
+It is deliberately free of rclpy: QoS is described as data (`QosSpec`) and turned into an
+rclpy profile by `vla_bridge.ros_io.qos_profile`, so pure-logic code and tests can import it.
+
+Conventions
+-----------
+* Units: metres, radians, seconds; quaternions (w, x, y, z); world frame of the RoboFollow
+  scenes (+x robot's right, +y away from the robot, +z up, table top at z = 0.74).
+* Joint vector (ALOHA order, 14-D for two arms, 7-D for one arm):
+  ``left_joint1..6, left_gripper, right_joint1..6, right_gripper``.
+* Gripper: **normalised opening, 1.0 = fully open, 0.0 = closed** (RoboTwin / RoboFollow
+  convention). Edges convert: openpi's ALOHA convention and piper_sdk's stroke in 0.001 mm
+  are converted where those protocols are spoken, never inside the graph.
+* Action chunk: ``trajectory_msgs/JointTrajectory`` of absolute joint targets in the joint
+  order above; ``header.stamp`` echoes the stamp of the observation it answers;
+  ``points[k].time_from_start`` = (k + 1) * control period.
+* Joint commands: every tick a sim or robot node also publishes the target it is executing
+  on ``joint_commands`` (``sensor_msgs/JointState``), so scorers can read the commanded
+  gripper, exactly as RoboFollow's recorder does.
+* World state: ``visualization_msgs/MarkerArray``; one marker per object (namespace
+  ``objects``) and per tool centre point (namespace ``tcp``); ``marker.text`` carries the
+  name, ``scale`` the full size (x, y, z) in metres, ``color`` the RGBA colour, ``pose`` the
+  centre pose in the world frame. The TCP's local +x axis is the gripper approach axis.
+* Episode control (evaluator <-> sim/robot/policy) uses ``std_msgs/String`` carrying JSON,
+  so the graph needs no custom interface package.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# ----------------------------------------------------------------------------- joints
+ARMS = ("left", "right")
+ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 7))
+GRIPPER = "gripper"
+JOINTS_PER_ARM = len(ARM_JOINTS) + 1  # six arm joints + one gripper
+
+
+def arm_joint_names(arm: str) -> list[str]:
+    """Joint names of one arm in contract order (6 joints then the gripper)."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}; expected one of {ARMS}")
+    return [f"{arm}_{j}" for j in ARM_JOINTS] + [f"{arm}_{GRIPPER}"]
+
+
+def joint_names(arms: tuple[str, ...] = ARMS) -> list[str]:
+    """Full joint vector names: 14 for the ALOHA pair, 7 for one arm."""
+    names: list[str] = []
+    for arm in arms:
+        names += arm_joint_names(arm)
+    return names
+
+
+JOINT_NAMES = joint_names()
+ACTION_DIM = len(JOINT_NAMES)  # 14
+GRIPPER_INDEX = {arm: i * JOINTS_PER_ARM + len(ARM_JOINTS) for i, arm in enumerate(ARMS)}  # 6, 13
+GRIPPER_OPEN = 1.0
+GRIPPER_CLOSED = 0.0
+
+# ---------------------------------------------------------------------------- cameras
+CAMERAS = ("cam_high", "cam_left_wrist", "cam_right_wrist")
+IMAGE_WIDTH = 320
+IMAGE_HEIGHT = 240
+IMAGE_ENCODING = "rgb8"
+
+# ------------------------------------------------------------------------------- QoS
+
+
+@dataclass(frozen=True)
+class QosSpec:
+    reliable: bool
+    depth: int
+    transient_local: bool = False
+
+
+QOS_SENSOR = QosSpec(reliable=False, depth=5)  # streaming images in real-time mode
+QOS_STATE = QosSpec(reliable=True, depth=100)  # per-tick state: the scorer needs every tick
+QOS_IMAGES = QosSpec(reliable=True, depth=10)  # lock-step: an observation must never be lost
+QOS_COMMAND = QosSpec(reliable=True, depth=10)
+QOS_LATCHED = QosSpec(reliable=True, depth=1, transient_local=True)
+QOS_EVENTS = QosSpec(reliable=True, depth=50, transient_local=False)
+
+# ----------------------------------------------------------------------------- topics
+NS = "/vla_bridge"
+TOPIC_CLOCK = "/clock"  # rosgraph_msgs/Clock
+TOPIC_JOINT_STATES = "/joint_states"  # sensor_msgs/JointState (measured)
+TOPIC_JOINT_COMMANDS = "/joint_commands"  # sensor_msgs/JointState (target being executed)
+TOPIC_ACTION_CHUNK = f"{NS}/action_chunk"  # trajectory_msgs/JointTrajectory
+TOPIC_INSTRUCTION = f"{NS}/instruction"  # std_msgs/String, latched
+TOPIC_WORLD_STATE = f"{NS}/world_state"  # visualization_msgs/MarkerArray
+TOPIC_EPISODE_CONTROL = f"{NS}/episode/control"  # std_msgs/String JSON, evaluator -> all
+TOPIC_EPISODE_STATUS = f"{NS}/episode/status"  # std_msgs/String JSON, sim/robot -> evaluator
+TOPIC_POLICY_STATUS = f"{NS}/policy/status"  # std_msgs/String JSON, policy -> evaluator
+
+
+def image_topic(camera: str) -> str:
+    """Raw camera image (sensor_msgs/Image, rgb8)."""
+    _check_camera(camera)
+    return f"/{camera}/image_raw"
+
+
+def camera_info_topic(camera: str) -> str:
+    _check_camera(camera)
+    return f"/{camera}/camera_info"
+
+
+def cued_image_topic(camera: str) -> str:
+    """What the policy sees after the evaluator's visual-cue overlay."""
+    _check_camera(camera)
+    return f"{NS}/cued/{camera}/image_raw"
+
+
+def _check_camera(camera: str) -> None:
+    if camera not in CAMERAS:
+        raise ValueError(f"unknown camera {camera!r}; expected one of {CAMERAS}")
+
+
+WORLD_FRAME = "world"
+WORLD_NS_OBJECTS = "objects"
+WORLD_NS_TCP = "tcp"
+
+# -------------------------------------------------------------------- episode control
+# JSON messages on TOPIC_EPISODE_CONTROL ("kind" field):
+#   {"kind": "begin", "episode": str, "task": {...}, "seed": int, "instruction": str,
+#    "max_policy_calls": int, "max_actions_per_call": int}
+#   {"kind": "start", "episode": str}   (sim publishes its first observation)
+#   {"kind": "end", "episode": str}
+# JSON messages on TOPIC_EPISODE_STATUS ("kind" field):
+#   {"kind": "ready", "episode": str, "tick": 0, "stamp": float}   (sim: reset done)
+#   {"kind": "chunk_done", "episode": str, "tick": int, "calls": int}
+#   {"kind": "done", "episode": str, "ticks": int, "calls": int, "reason": str}
+#   {"kind": "error", "episode": str, "message": str}
+# JSON messages on TOPIC_POLICY_STATUS ("kind" field):
+#   {"kind": "ready", "episode": str}   (policy reset and instructed)
+#   {"kind": "predicted", "episode": str, "call": int, "latency_ms": float}
+#   {"kind": "error", "episode": str, "message": str}
+CONTROL_BEGIN = "begin"
+CONTROL_START = "start"
+CONTROL_END = "end"
+STATUS_READY = "ready"
+STATUS_CHUNK_DONE = "chunk_done"
+STATUS_DONE = "done"
+STATUS_ERROR = "error"
+STATUS_PREDICTED = "predicted"
+
+
+def validate_chunk(chunk, dim: int | None = None) -> np.ndarray:
+    """[H, dim] finite absolute targets, else ValueError naming the expected shape."""
+    dim = ACTION_DIM if dim is None else dim
+    arr = np.asarray(chunk, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] != dim or arr.shape[0] == 0:
+        raise ValueError(f"action chunk must have shape [H, {dim}] with H >= 1, got {list(arr.shape)}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"action chunk contains NaN or Inf (expected finite [H, {dim}] targets)")
+    return arr
