@@ -1,0 +1,168 @@
+"""MJCF generation for the bimanual PiPER workcell and a RoboFollow scene.
+
+The arms are built from the PiPER chain in `config/piper/kinematics.json` (the same data the
+numpy kinematics uses), so joint conventions match the real arm. Geometry is primitive
+(capsules and boxes); the fingers are two opposed slides with friction pads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from vla_bridge import contract
+from vla_bridge.kinematics import (GRIPPER_OPENING_M, TCP_DEPTH, ArmMount, PiperKinematics,
+                                   load_piper_data, mat_to_quat)
+from vla_bridge.workcell import MOUNTS, TABLE_TOP_Z
+
+FINGER_MOUNT_Z = 0.135  # along link6 z, where the finger slides sit
+FINGER_TRAVEL = GRIPPER_OPENING_M / 2  # each finger travels half the opening
+
+
+
+@dataclass(frozen=True)
+class CameraSpec:
+    name: str
+    fovy_deg: float
+    body: str | None  # None = fixed in the world
+    pos: tuple[float, float, float]
+    xyaxes: tuple[float, ...]
+
+
+def look_at_xyaxes(eye, target) -> tuple[float, ...]:
+    """MuJoCo `xyaxes` for a camera at `eye` looking at `target` (camera looks along -z, y up)."""
+    forward = np.asarray(target, float) - np.asarray(eye, float)
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    return tuple(np.round(np.concatenate([right, up]), 6))
+
+
+def default_cameras() -> list[CameraSpec]:
+    eye = (0.0, -0.75, 1.38)
+    return [
+        CameraSpec("cam_high", 45.0, None, eye, look_at_xyaxes(eye, (0.0, -0.08, TABLE_TOP_Z))),
+        # wrist cameras ride on link6, looking along the approach axis (+z of link6)
+        CameraSpec("cam_left_wrist", 60.0, "left_link6", (0.06, 0.0, 0.04), (0, 1, 0, 1, 0, 0)),
+        CameraSpec("cam_right_wrist", 60.0, "right_link6", (0.06, 0.0, 0.04), (0, 1, 0, 1, 0, 0)),
+    ]
+
+
+def _v(values) -> str:
+    return " ".join(f"{float(x):.6g}" for x in values)
+
+
+def arm_xml(arm: str, mount: ArmMount, kin_data: dict) -> str:
+    """Nested bodies base -> link1..link6 -> fingers for one arm, prefixed with the arm name."""
+    kin = PiperKinematics(kin_data)
+    chain = kin_data["chain"]
+    yaw_quat = [np.cos(mount.yaw / 2), 0, 0, np.sin(mount.yaw / 2)]
+    xml = [f'<body name="{arm}_base_link" pos="{_v(mount.pos)}" quat="{_v(yaw_quat)}">',
+           '<geom class="link" type="cylinder" size="0.05 0.03" pos="0 0 0.03"/>']
+    for i, link in enumerate(chain):
+        lo, hi = kin.limits[i]
+        xml.append(f'<body name="{arm}_{link["link"]}" pos="{_v(link["xyz"])}" '
+                   f'quat="{_v(link["wxyz"])}" gravcomp="1">')
+        xml.append(f'<inertial pos="0 0 0" mass="{link["mass"]}" diaginertia="4e-4 4e-4 4e-4"/>')
+        xml.append(f'<joint name="{arm}_{link["joint"]}" class="arm_joint" range="{lo:.5f} {hi:.5f}"/>')
+        if i + 1 < len(chain):  # capsule to the next joint origin
+            nxt = chain[i + 1]["xyz"]
+            if np.linalg.norm(nxt) > 1e-3:
+                xml.append(f'<geom class="link" type="capsule" size="0.028" fromto="0 0 0 {_v(nxt)}"/>')
+            else:
+                xml.append('<geom class="link" type="sphere" size="0.035"/>')
+    xml.append(gripper_xml(arm))
+    xml.append("</body>" * (len(chain) + 1))
+    return "\n".join(xml)
+
+
+def gripper_xml(arm: str) -> str:
+    """Palm, TCP site, and two fingers sliding along link6's +y / -y."""
+    tcp_rot = PiperKinematics().link6_to_tcp[:3, :3]
+    pad = (0.012, 0.005, 0.026)  # half sizes: width, thickness, length along approach
+    parts = [
+        f'<geom class="link" type="box" size="0.035 0.05 0.03" pos="0 0 {FINGER_MOUNT_Z - 0.03}"/>',
+        f'<site name="{arm}_tcp" pos="0 0 {TCP_DEPTH}" quat="{_v(mat_to_quat(tcp_rot))}" size="0.005"/>',
+    ]
+    for side, sign in (("a", 1), ("b", -1)):
+        parts.append(
+            f'<body name="{arm}_finger_{side}" pos="0 0 {FINGER_MOUNT_Z}">'
+            f'<inertial pos="0 0 0.025" mass="0.03" diaginertia="1e-5 1e-5 1e-5"/>'
+            f'<joint name="{arm}_finger_{side}" type="slide" axis="0 {sign} 0" '
+            f'range="0 {FINGER_TRAVEL}" damping="2" armature="0.01"/>'
+            f'<geom class="pad" type="box" size="{_v(pad)}" pos="0 {sign * pad[1]:.4f} {TCP_DEPTH - FINGER_MOUNT_Z:.4f}"/>'
+            "</body>")
+    return "\n".join(parts)
+
+
+def object_xml(obj, xyz) -> str:
+    """A free body for one scene object (cube, sphere or cylinder)."""
+    rgba = list(obj.rgb) + [1.0]
+    size = np.asarray(obj.full_size, float) / 2
+    if obj.shape == "sphere":
+        geom = f'type="sphere" size="{size[0]:.5f}" condim="6"'
+    elif obj.shape == "cylinder":
+        geom = f'type="cylinder" size="{size[0]:.5f} {size[2]:.5f}" condim="4"'
+    else:
+        geom = f'type="box" size="{_v(size)}" condim="4"'
+    friction = f"{obj.friction} 0.005 0.0001"
+    return (f'<body name="{obj.name}" pos="{_v(xyz)}"><freejoint name="{obj.name}"/>'
+            f'<geom name={quoteattr(obj.name)} {geom} mass="{obj.mass}" friction="{friction}" '
+            f'rgba="{_v(rgba)}"/></body>')
+
+
+def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] | None = None,
+               timestep: float = 0.002) -> str:
+    """Full MJCF: floor, table, both arms, the scene objects at `spawn`, cameras, actuators."""
+    kin_data = load_piper_data()
+    cameras = cameras or default_cameras()
+    act = kin_data["actuation"]
+    world_cams = [c for c in cameras if c.body is None]
+    body_cams = {c.body: c for c in cameras if c.body is not None}
+    arms = "\n".join(arm_xml(arm, MOUNTS[arm], kin_data) for arm in contract.ARMS)
+    for body, cam in body_cams.items():  # attach wrist cameras inside their link bodies
+        tag = f'<body name="{body}"'
+        start = arms.index(tag)
+        insert_at = arms.index(">", start) + 1
+        arms = (arms[:insert_at] + f'<camera name="{cam.name}" fovy="{cam.fovy_deg}" '
+                f'pos="{_v(cam.pos)}" xyaxes="{_v(cam.xyaxes)}"/>' + arms[insert_at:])
+    actuators = []
+    for arm in contract.ARMS:
+        for j in contract.ARM_JOINTS:
+            actuators.append(f'<position name="{arm}_{j}" joint="{arm}_{j}" kp="{act["kp"]}" '
+                             f'kv="120" forcerange="-60 60"/>')
+        for side in ("a", "b"):
+            actuators.append(f'<position name="{arm}_finger_{side}" joint="{arm}_finger_{side}" '
+                             f'kp="400" kv="8" forcerange="-9 9" ctrlrange="0 {FINGER_TRAVEL}"/>')
+    table_half = (0.65, 0.42, TABLE_TOP_Z / 2)
+    return f"""<mujoco model="vla_bridge_piper_pair">
+<compiler angle="radian" autolimits="true"/>
+<option timestep="{timestep}" integrator="implicitfast" cone="elliptic" impratio="10"/>
+<visual><global offwidth="1280" offheight="960"/><quality shadowsize="1024"/>
+<headlight ambient="0.45 0.45 0.45" diffuse="0.5 0.5 0.5"/></visual>
+<default>
+  <joint damping="{act['damping']}" armature="{act['armature']}" frictionloss="{act['frictionloss']}"/>
+  <default class="arm_joint"><joint type="hinge" axis="0 0 1"/></default>
+  <default class="link"><geom rgba="0.75 0.75 0.78 1" contype="0" conaffinity="0" group="1"/></default>
+  <default class="pad"><geom rgba="0.15 0.15 0.15 1" friction="1.5 0.02 0.001" condim="6"
+    solref="0.004 1" solimp="0.95 0.99 0.001"/></default>
+</default>
+<asset>
+  <texture name="grid" type="2d" builtin="checker" width="256" height="256" rgb1="0.35 0.37 0.4" rgb2="0.3 0.32 0.35"/>
+  <material name="floor" texture="grid" texrepeat="8 8"/>
+  <material name="table" rgba="0.62 0.5 0.38 1"/>
+</asset>
+<worldbody>
+  <light name="key" pos="0 -0.3 2.2" dir="0 0.1 -1" diffuse="0.6 0.6 0.6" castshadow="true"/>
+  <geom name="floor" type="plane" size="3 3 0.1" material="floor"/>
+  <geom name="table" type="box" size="{_v(table_half)}" pos="0 -0.1 {TABLE_TOP_Z / 2}" material="table" friction="1 0.005 0.0001"/>
+  {"".join(f'<camera name="{c.name}" fovy="{c.fovy_deg}" pos="{_v(c.pos)}" xyaxes="{_v(c.xyaxes)}"/>' for c in world_cams)}
+  {arms}
+  {"".join(object_xml(o, spawn[o.name]) for o in objects)}
+</worldbody>
+<actuator>
+  {"".join(actuators)}
+</actuator>
+</mujoco>"""
