@@ -1,0 +1,155 @@
+"""Policy node: assembles observations from the contract's topics, asks a policy backend for
+an action chunk, and publishes it as a JointTrajectory that echoes the observation's stamp.
+
+An observation is complete when the joint state and every camera image with the same stamp
+have arrived (plus the world state for privileged backends such as the oracle).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+
+from vla_bridge import contract as C
+from vla_bridge import ros_io
+from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.policy_nodes.registry import make_policy
+
+KEEP_STAMPS = 64  # observation parts kept while waiting for the rest
+
+
+def stamp_ns(stamp) -> int:
+    return stamp.sec * 10**9 + stamp.nanosec
+
+
+class PolicyNode(Node):
+    def __init__(self):
+        super().__init__("policy_node")
+        p = {k: self.declare_parameter(k, v).value for k, v in
+             {"backend": "oracle", "chunk_size": 50, "control_period": 0.06,
+              "image_source": "raw"}.items()}
+        self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"])
+        self.dt = p["control_period"]
+        self.episode: str | None = None
+        self.calls = 0
+        self.parts: dict[int, dict] = {}  # stamp_ns -> {"state":..., "images": {...}, "world":...}
+        self._make_io(p["image_source"])
+        self.get_logger().info(f"policy node ready: backend={p['backend']}")
+
+    def _make_io(self, image_source: str) -> None:
+        q = ros_io.qos_profile
+        topic = {"raw": C.image_topic, "cued": C.cued_image_topic}.get(image_source)
+        if topic is None:
+            raise ValueError(f"image_source must be 'raw' or 'cued', got {image_source!r}")
+        self.pub_chunk = self.create_publisher(JointTrajectory, C.TOPIC_ACTION_CHUNK, q(C.QOS_COMMAND))
+        self.pub_status = self.create_publisher(String, C.TOPIC_POLICY_STATUS, q(C.QOS_EVENTS))
+        self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
+        self.create_subscription(JointState, C.TOPIC_JOINT_STATES, self.on_joints, q(C.QOS_STATE))
+        for cam in C.CAMERAS:
+            self.create_subscription(Image, topic(cam), lambda m, c=cam: self.on_image(c, m),
+                                     q(C.QOS_IMAGES))
+        if self.policy.needs_world_state:
+            self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, q(C.QOS_STATE))
+
+    def status(self, kind: str, **fields) -> None:
+        self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
+
+    # ------------------------------------------------------------------ episodes
+    def on_control(self, msg: String) -> None:
+        ctl = ros_io.parse_json_msg(msg)
+        if ctl.get("kind") != C.CONTROL_BEGIN:
+            return
+        self.episode, self.calls, self.parts = ctl["episode"], 0, {}
+        try:
+            self.policy.reset()
+            task = ctl.get("task") if self.policy.needs_world_state else None
+            self.policy.set_instruction(ctl.get("instruction", ""), task)
+        except Exception as exc:
+            self.status(C.STATUS_ERROR, message=f"policy reset failed: {exc}")
+            return
+        self.status(C.STATUS_READY)
+
+    # ------------------------------------------------------------------ observation parts
+    def _part(self, stamp) -> tuple[int, dict]:
+        key = stamp_ns(stamp)
+        if key not in self.parts and len(self.parts) >= KEEP_STAMPS:
+            del self.parts[min(self.parts)]
+        return key, self.parts.setdefault(key, {"images": {}})
+
+    def on_joints(self, msg: JointState) -> None:
+        key, part = self._part(msg.header.stamp)
+        part["state"] = ros_io.joint_state_to_array(msg, C.JOINT_NAMES)
+        part["stamp"] = msg.header.stamp
+        self.maybe_predict(key)
+
+    def on_world(self, msg: MarkerArray) -> None:
+        if not msg.markers:
+            return
+        key, part = self._part(msg.markers[0].header.stamp)
+        part["world"] = ros_io.msg_to_world_state(msg)
+        self.maybe_predict(key)
+
+    def on_image(self, camera: str, msg: Image) -> None:
+        key, part = self._part(msg.header.stamp)
+        part["images"][camera] = ros_io.msg_to_image(msg)
+        self.maybe_predict(key)
+
+    def maybe_predict(self, key: int) -> None:
+        part = self.parts[key]
+        complete = ("state" in part and len(part["images"]) == len(C.CAMERAS)
+                    and (not self.policy.needs_world_state or "world" in part))
+        if not complete or self.episode is None:
+            return
+        del self.parts[key]
+        for older in [k for k in self.parts if k < key]:  # nothing older can be needed now
+            del self.parts[older]
+        obs = Observation(state=part["state"], images=part["images"],
+                          stamp=ros_io.stamp_to_sec(part["stamp"]), world=part.get("world"))
+        self.predict_and_publish(obs, part["stamp"])
+
+    def predict_and_publish(self, obs: Observation, stamp) -> None:
+        t0 = time.perf_counter()
+        try:
+            chunk = C.validate_chunk(self.policy.predict(obs))
+        except Exception as exc:
+            self.get_logger().error(f"policy failed: {exc}")
+            self.status(C.STATUS_ERROR, message=f"policy failed: {exc}")
+            return
+        t1 = time.perf_counter()
+        msg = ros_io.chunk_to_msg(chunk, C.JOINT_NAMES, 0.0, self.dt)
+        msg.header.stamp = stamp
+        self.pub_chunk.publish(msg)
+        self.calls += 1
+        self.status(C.STATUS_PREDICTED, call=self.calls, inference_ms=(t1 - t0) * 1e3,
+                    publish_ms=(time.perf_counter() - t1) * 1e3, horizon=int(len(chunk)))
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = PolicyNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:
+        print(f"policy_node: fatal: {exc!r}", file=sys.stderr)
+        return 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

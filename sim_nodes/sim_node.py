@@ -1,0 +1,183 @@
+"""Sim node: a simulator backend behind the contract's topics.
+
+Lock-step (default): after `start` the node publishes an observation (joint state + camera
+images with one stamp) and waits; each action chunk that answers that stamp is executed
+action by action (one tick each: /clock, joint_states, joint_commands, world_state), then
+the next observation is published. The sim never advances without the action for the tick,
+so a seed gives the same episode whatever the machine load.
+"""
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+
+from vla_bridge import contract as C
+from vla_bridge import ros_io
+from vla_bridge.sim_nodes.session import Budget, SimSession
+
+BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend"}
+
+
+def stamp_ns(stamp) -> int:
+    """Integer nanoseconds of a builtin_interfaces/Time: exact keys for matching stamps."""
+    return stamp.sec * 10**9 + stamp.nanosec
+
+
+def make_backend(name: str, **kwargs):
+    if name not in BACKENDS:
+        raise ValueError(f"unknown sim backend {name!r}; available: {sorted(BACKENDS)}")
+    module, cls = BACKENDS[name].split(":")
+    return getattr(__import__(module, fromlist=[cls]), cls)(**kwargs)
+
+
+class SimNode(Node):
+    def __init__(self):
+        super().__init__("sim_node")
+        p = self._declare({"backend": "mujoco", "lock_step": True, "control_period": 0.06,
+                           "image_width": C.IMAGE_WIDTH, "image_height": C.IMAGE_HEIGHT,
+                           "image_every_tick": False, "scene": "scene1"})
+        if not p["lock_step"]:
+            raise ValueError("only lock_step:=true is implemented in this version of the sim node")
+        backend = make_backend(p["backend"], control_period=p["control_period"],
+                               width=p["image_width"], height=p["image_height"])
+        self.session = SimSession(backend)
+        self.image_every_tick = p["image_every_tick"]
+        self.episode: str | None = None
+        self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
+        self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
+        self._make_io()
+        self.get_logger().info(f"sim node ready: backend={p['backend']} lock_step=true "
+                               f"period={p['control_period']}s")
+
+    def _declare(self, defaults: dict) -> dict:
+        return {k: self.declare_parameter(k, v).value for k, v in defaults.items()}
+
+    def _make_io(self) -> None:
+        q = ros_io.qos_profile
+        self.pub_clock = self.create_publisher(Clock, C.TOPIC_CLOCK, q(C.QOS_STATE))
+        self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
+        self.pub_cmd = self.create_publisher(JointState, C.TOPIC_JOINT_COMMANDS, q(C.QOS_STATE))
+        self.pub_world = self.create_publisher(MarkerArray, C.TOPIC_WORLD_STATE, q(C.QOS_STATE))
+        self.pub_status = self.create_publisher(String, C.TOPIC_EPISODE_STATUS, q(C.QOS_EVENTS))
+        self.pub_images = {c: self.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES))
+                           for c in C.CAMERAS}
+        self.pub_info = {c: self.create_publisher(CameraInfo, C.camera_info_topic(c), q(C.QOS_IMAGES))
+                         for c in C.CAMERAS}
+        self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
+        self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK, self.on_chunk,
+                                 q(C.QOS_COMMAND))
+
+    # ------------------------------------------------------------------ time
+    def now(self) -> float:
+        return self.clock_offset + self.session.backend.time
+
+    # ------------------------------------------------------------------ episode control
+    def on_control(self, msg: String) -> None:
+        try:
+            ctl = ros_io.parse_json_msg(msg)
+            kind = ctl.get("kind")
+            if kind == C.CONTROL_BEGIN:
+                self.begin(ctl)
+            elif kind == C.CONTROL_START and ctl.get("episode") == self.episode:
+                self.publish_observation()
+            elif kind == C.CONTROL_END and ctl.get("episode") == self.episode:
+                self.episode, self.pending_stamp_ns = None, None
+        except Exception as exc:  # report, never die on a bad request
+            self.get_logger().error(f"episode control failed: {exc}")
+            self.status(C.STATUS_ERROR, message=str(exc))
+
+    def begin(self, ctl: dict) -> None:
+        task = ctl["task"]
+        self.clock_offset = self.now() + 1.0  # a clear gap between episodes on /clock
+        self.episode = ctl["episode"]
+        self.pending_stamp_ns = None
+        budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
+        self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget)
+        self.publish_tick()
+        self.status(C.STATUS_READY, tick=0, stamp=self.now())
+
+    def status(self, kind: str, **fields) -> None:
+        self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
+
+    # ------------------------------------------------------------------ publishing
+    def publish_tick(self) -> None:
+        t = self.now()
+        self.pub_clock.publish(ros_io.clock_msg(t))
+        self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
+        self.pub_cmd.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
+        world = self.session.backend.world_state()
+        world.stamp = t
+        self.pub_world.publish(ros_io.world_state_to_msg(world, clear=False))
+        if self.image_every_tick:
+            self.publish_images(t)
+
+    def publish_images(self, t: float) -> None:
+        backend = self.session.backend
+        for cam in C.CAMERAS:
+            self.pub_images[cam].publish(ros_io.image_to_msg(backend.render(cam), t, cam))
+            model = backend.camera_model(cam)
+            self.pub_info[cam].publish(ros_io.camera_info_msg(model.width, model.height,
+                                                              model.focal_px, t, cam))
+
+    def publish_observation(self) -> None:
+        """Images for the current tick; the chunk answering this stamp may then run."""
+        t = self.now()
+        if not self.image_every_tick:
+            self.publish_images(t)
+        self.pending_stamp_ns = stamp_ns(ros_io.sec_to_stamp(t))
+
+    # ------------------------------------------------------------------ actions
+    def on_chunk(self, msg: JointTrajectory) -> None:
+        if self.episode is None or self.pending_stamp_ns is None:
+            self.get_logger().warning("action chunk arrived while no observation is pending; dropped")
+            return
+        if stamp_ns(msg.header.stamp) != self.pending_stamp_ns:
+            self.get_logger().warning("stale action chunk (answers an older observation); dropped")
+            return
+        try:
+            chunk = C.validate_chunk(ros_io.msg_to_chunk(msg, C.JOINT_NAMES))
+        except ValueError as exc:  # hold position, tell the evaluator
+            self.get_logger().error(f"rejected action chunk: {exc}")
+            self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
+            return
+        self.pending_stamp_ns = None
+        for _ in self.session.execute(chunk):
+            self.publish_tick()
+        self.status(C.STATUS_CHUNK_DONE, tick=self.session.ticks, calls=self.session.calls)
+        if self.session.done:
+            self.status(C.STATUS_DONE, ticks=self.session.ticks, calls=self.session.calls,
+                        reason="policy-call budget spent")
+        else:
+            self.publish_observation()
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SimNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:
+        print(f"sim_node: fatal: {exc!r}", file=sys.stderr)
+        return 1
+    finally:
+        if node is not None:
+            node.session.backend.close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""Evaluator node: runs a suite of episodes over the node graph and scores them.
+
+Per trial: publish the instruction and `begin` (task, seed, budget); wait until the sim has
+reset and the policy is instructed; `start`; record one frame per executed action (world
+state + joint command) until the sim reports the budget spent; score; append the result.
+A node error or silence marks the episode failed with the reason and the run continues;
+if a node is gone entirely the run stops with a clear error instead of hanging.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import rclpy
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
+
+from vla_bridge import contract as C
+from vla_bridge import ros_io
+from vla_bridge.evaluation import RunDirectory, format_table, result_row, trial_key
+from vla_bridge.recording import FrameRecorder
+from vla_bridge.scoring import score_episode, summarize
+from vla_bridge.tasks import Trial, load_suite, plan_trials
+
+
+class EpisodeFailed(RuntimeError):
+    pass
+
+
+class GraphBroken(RuntimeError):
+    """A node the run depends on is gone: stop the run instead of failing every episode."""
+
+
+def _split(text: str) -> list[str] | None:
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    return items or None
+
+
+class EvaluatorNode(Node):
+    PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_seed": 42,
+              "output": "runs/latest", "max_policy_calls": 10, "max_actions_per_call": 50,
+              "resume": True, "empty_language": False, "episode_timeout": 300.0,
+              "discovery_timeout": 60.0}
+
+    def __init__(self):
+        super().__init__("evaluator_node")
+        self.p = {k: self.declare_parameter(k, v).value for k, v in self.PARAMS.items()}
+        q = ros_io.qos_profile
+        self.pub_control = self.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
+        self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
+        self.create_subscription(String, C.TOPIC_EPISODE_STATUS, self.on_sim_status, q(C.QOS_EVENTS))
+        self.create_subscription(String, C.TOPIC_POLICY_STATUS, self.on_policy_status, q(C.QOS_EVENTS))
+        self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, q(C.QOS_STATE))
+        self.create_subscription(JointState, C.TOPIC_JOINT_COMMANDS, self.on_command, q(C.QOS_STATE))
+        self.episode: str | None = None
+        self._reset_episode_state()
+
+    # ------------------------------------------------------------------ subscriptions
+    def _reset_episode_state(self) -> None:
+        self.sim_ready = self.policy_ready = False
+        self.sim_done: dict | None = None
+        self.error: str | None = None
+        self.worlds: dict[int, object] = {}
+        self.commands: dict[int, object] = {}
+        self.latencies: list[float] = []
+        self.last_progress = time.monotonic()
+
+    def _mine(self, status: dict) -> bool:
+        return self.episode is not None and status.get("episode") == self.episode
+
+    def on_sim_status(self, msg: String) -> None:
+        status = ros_io.parse_json_msg(msg)
+        if not self._mine(status):
+            return
+        self.last_progress = time.monotonic()
+        kind = status["kind"]
+        if kind == C.STATUS_READY:
+            self.sim_ready = True
+        elif kind == C.STATUS_DONE:
+            self.sim_done = status
+        elif kind == C.STATUS_ERROR:
+            self.error = f"sim: {status.get('message')}"
+
+    def on_policy_status(self, msg: String) -> None:
+        status = ros_io.parse_json_msg(msg)
+        if not self._mine(status):
+            return
+        self.last_progress = time.monotonic()
+        kind = status["kind"]
+        if kind == C.STATUS_READY:
+            self.policy_ready = True
+        elif kind == C.STATUS_PREDICTED:
+            self.latencies.append(float(status.get("inference_ms", 0.0)))
+        elif kind == C.STATUS_ERROR:
+            self.error = f"policy: {status.get('message')}"
+
+    def on_world(self, msg: MarkerArray) -> None:
+        if self.episode is not None and msg.markers:
+            self.worlds[_ns(msg.markers[0].header.stamp)] = msg
+            self.last_progress = time.monotonic()
+
+    def on_command(self, msg: JointState) -> None:
+        if self.episode is not None:
+            self.commands[_ns(msg.header.stamp)] = msg
+
+    # ------------------------------------------------------------------ waiting
+    def spin_until(self, condition, timeout: float, what: str) -> None:
+        """Spin until `condition()`; fail on a reported error, on `timeout` seconds without
+        progress, or when a node the run needs has left the graph."""
+        while not condition():
+            rclpy.spin_once(self, timeout_sec=0.05)
+            if self.error:
+                raise EpisodeFailed(self.error)
+            self.check_graph()
+            if time.monotonic() - self.last_progress > timeout:
+                raise EpisodeFailed(f"timed out after {timeout:.0f} s waiting for {what}")
+
+    def check_graph(self) -> None:
+        if self.count_publishers(C.TOPIC_EPISODE_STATUS) == 0:
+            raise GraphBroken("the sim/robot node is gone (nobody publishes episode status)")
+        if self.count_publishers(C.TOPIC_ACTION_CHUNK) == 0:
+            raise GraphBroken("the policy node is gone (nobody publishes action chunks)")
+
+    def wait_for_graph(self) -> None:
+        deadline = time.monotonic() + self.p["discovery_timeout"]
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self, timeout_sec=0.05)
+            if (self.count_subscribers(C.TOPIC_EPISODE_CONTROL) >= 2
+                    and self.count_publishers(C.TOPIC_EPISODE_STATUS) >= 1
+                    and self.count_publishers(C.TOPIC_ACTION_CHUNK) >= 1):
+                return
+        raise GraphBroken(f"no sim and policy node appeared within {self.p['discovery_timeout']:.0f} s "
+                          f"(is the graph launched on the same ROS_DOMAIN_ID?)")
+
+    # ------------------------------------------------------------------ one episode
+    def run_trial(self, trial: Trial, instruction: str):
+        self.episode = f"{trial_key(trial)}@{time.time_ns()}"
+        self._reset_episode_state()
+        budget = {"max_policy_calls": self.p["max_policy_calls"],
+                  "max_actions_per_call": self.p["max_actions_per_call"]}
+        self.pub_instruction.publish(String(data=instruction))
+        self.send(C.CONTROL_BEGIN, task=trial.task.to_dict(), seed=trial.seed,
+                  instruction=instruction, **budget)
+        timeout = self.p["episode_timeout"]
+        try:
+            self.spin_until(lambda: self.sim_ready and self.policy_ready, timeout, "sim and policy reset")
+            self.send(C.CONTROL_START)
+            self.spin_until(lambda: self.sim_done is not None, timeout, "the episode to finish")
+            n = self.sim_done["ticks"] + 1
+            self.spin_until(lambda: len(self.worlds) >= n and len(self.commands) >= n, 10.0,
+                            f"all {n} recorded frames")
+            record = self.build_record()
+            return score_episode(trial.task, record), record.n, self.sim_done["calls"]
+        finally:
+            self.send(C.CONTROL_END)
+            self.episode = None
+
+    def send(self, kind: str, **fields) -> None:
+        self.pub_control.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
+
+    def build_record(self):
+        recorder = FrameRecorder()
+        for key in sorted(self.worlds):
+            if key not in self.commands:
+                raise EpisodeFailed(f"joint command missing for frame at {key} ns")
+            world = ros_io.msg_to_world_state(self.worlds[key])
+            command = ros_io.joint_state_to_array(self.commands[key], C.JOINT_NAMES)
+            recorder.add(world, command)
+        return recorder.record()
+
+    # ------------------------------------------------------------------ the suite
+    def trials(self) -> list[Trial]:
+        suite = load_suite()
+        tasks = suite.eval_tasks(scenes=_split(self.p["scene"]), levels=_split(self.p["levels"]),
+                                 ids=_split(self.p["tasks"]))
+        if not tasks:
+            raise ValueError("the selection matches no task")
+        return plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
+
+    def run(self) -> int:
+        trials = self.trials()
+        run_dir = RunDirectory(self.p["output"])
+        todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]))
+        log = self.get_logger()
+        log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done -> {run_dir.path}")
+        self.wait_for_graph()
+        t_run = time.monotonic()
+        status = "finished"
+        try:
+            for i, trial in enumerate(todo, 1):
+                self.run_one(run_dir, trial, i, len(todo), t_run)
+        except GraphBroken as exc:
+            log.error(f"run stopped: {exc}")
+            status = f"stopped: {exc}"
+        summary = summarize(run_dir.results())
+        run_dir.finish(status, summary)
+        print(format_table(summary), flush=True)
+        print(f"results: {run_dir.path}", flush=True)
+        return 0 if status == "finished" else 3
+
+    def run_one(self, run_dir: RunDirectory, trial: Trial, i: int, total: int, t_run: float) -> None:
+        instruction = "" if self.p["empty_language"] else trial.task.instruction
+        t0 = time.monotonic()
+        try:
+            score, frames, calls = self.run_trial(trial, instruction)
+            row = result_row(trial, score, instruction=instruction, wall_s=time.monotonic() - t0,
+                             frames=frames, policy_calls=calls, policy_latency_ms=self.latencies)
+        except EpisodeFailed as exc:
+            row = result_row(trial, None, status="failed", error=str(exc), instruction=instruction,
+                             wall_s=time.monotonic() - t0)
+        run_dir.append(row)
+        elapsed = time.monotonic() - t_run
+        eta = elapsed / i * (total - i)
+        outcome = (f"IS {row['intent_score']:.2f} ES {row['exec_score']:.2f} "
+                   f"CR {'yes' if row['complete'] else 'no '}" if row["status"] == "ok"
+                   else f"FAILED: {row['error']}")
+        print(f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome} "
+              f"({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)", flush=True)
+
+
+def _ns(stamp) -> int:
+    return stamp.sec * 10**9 + stamp.nanosec
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = EvaluatorNode()
+        return node.run()
+    except KeyboardInterrupt:
+        print("evaluator_node: interrupted; finished episodes are kept in results.jsonl", file=sys.stderr)
+        return 130
+    except (ValueError, FileExistsError, FileNotFoundError, GraphBroken) as exc:
+        print(f"evaluator_node: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
