@@ -15,9 +15,11 @@ from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 from vla_bridge.tasks import TaskSpec
 from vla_bridge.workcell import MOUNTS, TABLE_TOP_Z, arm_slice
 
-#: distance from the anchor's centre to the placed source's centre (RoboFollow accepts
-#: 1e-6 < d <= 0.12 within 45 degrees of the asked direction)
-PLACE_DISTANCE = 0.075
+#: distances from the anchor's centre to the placed source's centre and angles off the asked
+#: direction, in order of preference (RoboFollow accepts 1e-6 < d <= 0.12 within 45 degrees)
+PLACE_DISTANCES = (0.075, 0.065, 0.085, 0.095, 0.105)
+PLACE_ANGLES_DEG = (0, 15, -15, 30, -30)
+PLACE_CLEARANCE = 0.012  # free gap kept between the placed source and any other object
 HOVER = 0.10  # height above the grasp point for approach and retreat
 TILTS_DEG = (0, 10, 20, 30, 40)  # approach tilt away from the base, tried in order
 
@@ -121,6 +123,28 @@ def grasp_yaws(obj_quat: np.ndarray, shape: str) -> list[float]:
     return [k * np.pi / 4 for k in range(8)]
 
 
+def footprint_radius(obj) -> float:
+    """Radius of the object's footprint on the table (half its xy diagonal for boxes)."""
+    half = np.asarray(obj.size[:2], float) / 2
+    return float(np.linalg.norm(half)) if obj.shape == "box" else float(half.max())
+
+
+def place_point(world, source: str, anchor: str, relation) -> np.ndarray:
+    """Where to put the source's centre: in the asked direction from the anchor, clear of
+    every other object (a neighbour in the way would leave the source tilted on top of it)."""
+    anchor_xy = world.objects[anchor].pos[:2]
+    src_radius = footprint_radius(world.objects[source])
+    others = [o for name, o in world.objects.items() if name != source]
+    base = np.arctan2(relation[1], relation[0])
+    for dist in PLACE_DISTANCES:
+        for angle in np.deg2rad(PLACE_ANGLES_DEG):
+            xy = anchor_xy + dist * np.array([np.cos(base + angle), np.sin(base + angle)])
+            if all(np.linalg.norm(xy - o.pos[:2]) >= src_radius + footprint_radius(o) + PLACE_CLEARANCE
+                   for o in others):
+                return xy
+    raise PlanningError(f"no free spot {relation} of {anchor} for {source}")
+
+
 def plan_scene1(task: TaskSpec, world, state: np.ndarray) -> np.ndarray:
     """Whole-episode plan [T, 14] for a Scene 1 pickup or relation placement."""
     arm = task.arm
@@ -137,9 +161,8 @@ def plan_scene1(task: TaskSpec, world, state: np.ndarray) -> np.ndarray:
     planner.line_to(grasp_point + [0, 0, HOVER], R, ticks=15)
 
     if task.anchor is not None:
-        anchor = world.objects[task.anchor].pos
-        place = np.array([*(anchor[:2] + PLACE_DISTANCE * np.asarray(task.relation)),
-                          grasp_point[2] + 0.004])
+        place_xy = place_point(world, task.source, task.anchor, task.relation)
+        place = np.array([*place_xy, grasp_point[2] + 0.004])
         tilt_p, _ = planner.choose_grasp(place, [yaw])
         R_place = planner.grasp_rotation(place, tilt_p, yaw)
         planner.move_to_pose(place + [0, 0, HOVER], R_place, ticks=25)
