@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Set up (idempotently) and use the vla_bridge development environment.
+#
+#   scripts/setup.sh                 install what is missing: apt libraries, .venv, pip packages
+#   scripts/setup.sh test [ARGS...]  set up, then run pytest with ARGS
+#   scripts/setup.sh run [ARGS...]   set up, then `vla-bridge launch robofollow_sim ARGS`
+#                                    (default: --scene scene1 --levels L0)
+#   scripts/setup.sh env             set up, then print the exported environment
+#
+# A second run is quick: apt is consulted only for missing packages (dpkg -s) and pip only
+# when requirements.txt / setup.py / setup.cfg changed (hash stamp in .venv).
+#
+# Environment knobs: VLA_BRIDGE_PYTHON (interpreter to create .venv with, default python3),
+# MUJOCO_GL (kept if set, else probed: egl, then osmesa), ROS_DOMAIN_ID (kept if set).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO/.venv"
+STAMP="$VENV/.vla_bridge_setup.sha256"
+APT_PACKAGES=(libegl1 libgl1 libgles2 libosmesa6 libegl-mesa0 libgl1-mesa-dri)
+
+log() { echo "[setup] $*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else log "need root for: $*"; return 1
+    fi
+}
+
+# ---------------------------------------------------------------------- system packages
+missing_apt_packages() {
+    local pkg
+    for pkg in "$@"; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || echo "$pkg"
+    done
+}
+
+install_apt_packages() {
+    command -v dpkg >/dev/null 2>&1 || { log "no dpkg: skipping system packages"; return 0; }
+    local wanted=("${APT_PACKAGES[@]}")
+    # Debian's python3 can create a venv only with python3-venv (ensurepip) installed.
+    if [ ! -x "$VENV/bin/python" ] &&
+        ! "${VLA_BRIDGE_PYTHON:-python3}" -c 'import venv, ensurepip' 2>/dev/null; then
+        wanted+=(python3-venv)
+    fi
+    local missing
+    missing=$(missing_apt_packages "${wanted[@]}")
+    [ -z "$missing" ] && return 0
+    log "installing system packages: $missing"
+    # shellcheck disable=SC2086  # word splitting of the package list is intended
+    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -qq)
+    as_root "${apt[@]}" update &&
+        as_root "${apt[@]}" install -y --no-install-recommends $missing >&2 ||
+        log "WARNING: could not install $missing (MuJoCo rendering may fail)"
+}
+
+# --------------------------------------------------------------------------- virtualenv
+setup_hash() {
+    { cat "$REPO/requirements.txt" "$REPO/setup.py" "$REPO/setup.cfg"
+      "$VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
+}
+
+ensure_venv() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        local python="${VLA_BRIDGE_PYTHON:-python3}"
+        log "creating $VENV with $(command -v "$python")"
+        "$python" -m venv "$VENV"
+    fi
+    local want
+    want=$(setup_hash)
+    if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+        return 0
+    fi
+    log "installing Python packages (requirements.txt, then the package in editable mode)"
+    "$VENV/bin/python" -m pip install -q -r "$REPO/requirements.txt" >&2
+    "$VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
+    echo "$want" >"$STAMP"
+}
+
+# -------------------------------------------------------------------------- environment
+probe_gl() {  # can MuJoCo make an offscreen GL context with backend $1?
+    env -u PYOPENGL_PLATFORM MUJOCO_GL="$1" timeout 60 "$VENV/bin/python" -c '
+import mujoco
+ctx = mujoco.GLContext(32, 32)
+ctx.make_current()
+ctx.free()' >/dev/null 2>&1
+}
+
+choose_mujoco_gl() {
+    [ -n "${MUJOCO_GL:-}" ] && return 0
+    local backend
+    for backend in egl osmesa; do
+        if probe_gl "$backend"; then
+            export MUJOCO_GL="$backend"
+            return 0
+        fi
+    done
+    log "WARNING: neither EGL nor OSMesa works; MuJoCo rendering will fail"
+    export MUJOCO_GL=egl
+}
+
+export_environment() {
+    choose_mujoco_gl
+    export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+    export FASTDDS_DEFAULT_PROFILES_FILE="$REPO/config/fastdds_profile.xml"
+    # Other people run ROS graphs on the same machine: pick a domain of our own.
+    export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( $$ % 200 + 1 ))}"
+    export PYTHONUNBUFFERED=1
+    export PATH="$VENV/bin:$PATH"
+}
+
+setup() {
+    # Serialise concurrent set-ups of the same checkout (pip into one venv at once breaks it).
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"/tmp/vla_bridge_setup_$(echo "$REPO" | sha256sum | cut -c1-12).lock"
+        flock 9
+    fi
+    install_apt_packages
+    ensure_venv
+    if command -v flock >/dev/null 2>&1; then flock -u 9; fi
+    export_environment
+}
+
+# --------------------------------------------------------------------------------- main
+command="${1:-setup}"
+[ $# -gt 0 ] && shift
+case "$command" in
+    setup)
+        setup
+        log "ready: $VENV (MUJOCO_GL=$MUJOCO_GL, ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
+        ;;
+    test)
+        setup
+        log "pytest (MUJOCO_GL=$MUJOCO_GL, ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
+        cd "$REPO"
+        exec "$VENV/bin/python" -m pytest "$@"
+        ;;
+    run)
+        setup
+        [ $# -eq 0 ] && set -- --scene scene1 --levels L0
+        log "vla-bridge launch robofollow_sim $* (ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
+        cd "$REPO"
+        exec "$VENV/bin/vla-bridge" launch robofollow_sim "$@"
+        ;;
+    env)
+        setup
+        for name in MUJOCO_GL RMW_IMPLEMENTATION FASTDDS_DEFAULT_PROFILES_FILE ROS_DOMAIN_ID; do
+            echo "$name=${!name}"
+        done
+        ;;
+    -h|--help|help)
+        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+        ;;
+    *)
+        log "unknown command '$command' (expected: setup, test, run, env, help)"
+        exit 2
+        ;;
+esac
