@@ -26,18 +26,15 @@ from vla_bridge.policy_nodes.registry import make_policy
 KEEP_STAMPS = 64  # observation parts kept while waiting for the rest
 
 
-def stamp_ns(stamp) -> int:
-    return stamp.sec * 10**9 + stamp.nanosec
-
-
 class PolicyNode(Node):
     def __init__(self):
         super().__init__("policy_node")
         p = {k: self.declare_parameter(k, v).value for k, v in
-             {"backend": "oracle", "chunk_size": 50, "control_period": 0.06,
-              "image_source": "raw"}.items()}
+             {"backend": "oracle", "chunk_size": 50, "action_horizon": 50,
+              "control_period": 0.06, "image_source": "raw"}.items()}
         self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"])
         self.dt = p["control_period"]
+        self.action_horizon = int(p["action_horizon"])  # actions executed per call
         self.episode: str | None = None
         self.calls = 0
         self.parts: dict[int, dict] = {}  # stamp_ns -> {"state":..., "images": {...}, "world":...}
@@ -52,12 +49,14 @@ class PolicyNode(Node):
         self.pub_chunk = self.create_publisher(JointTrajectory, C.TOPIC_ACTION_CHUNK, q(C.QOS_COMMAND))
         self.pub_status = self.create_publisher(String, C.TOPIC_POLICY_STATUS, q(C.QOS_EVENTS))
         self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
-        self.create_subscription(JointState, C.TOPIC_JOINT_STATES, self.on_joints, q(C.QOS_STATE))
+        # per-tick streams: only the newest sample matters (the sim waits while we think),
+        # so depth 1 keeps this node from replaying every tick of the chunk it just sent
+        self.create_subscription(JointState, C.TOPIC_JOINT_STATES, self.on_joints, q(C.QOS_LATEST))
         for cam in C.CAMERAS:
             self.create_subscription(Image, topic(cam), lambda m, c=cam: self.on_image(c, m),
                                      q(C.QOS_IMAGES))
         if self.policy.needs_world_state:
-            self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, q(C.QOS_STATE))
+            self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, q(C.QOS_LATEST))
 
     def status(self, kind: str, **fields) -> None:
         self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
@@ -79,14 +78,14 @@ class PolicyNode(Node):
 
     # ------------------------------------------------------------------ observation parts
     def _part(self, stamp) -> tuple[int, dict]:
-        key = stamp_ns(stamp)
+        key = ros_io.stamp_ns(stamp)
         if key not in self.parts and len(self.parts) >= KEEP_STAMPS:
             del self.parts[min(self.parts)]
         return key, self.parts.setdefault(key, {"images": {}})
 
     def on_joints(self, msg: JointState) -> None:
         key, part = self._part(msg.header.stamp)
-        part["state"] = ros_io.joint_state_to_array(msg, C.JOINT_NAMES)
+        part["state"] = msg
         part["stamp"] = msg.header.stamp
         self.maybe_predict(key)
 
@@ -94,7 +93,7 @@ class PolicyNode(Node):
         if not msg.markers:
             return
         key, part = self._part(msg.markers[0].header.stamp)
-        part["world"] = ros_io.msg_to_world_state(msg)
+        part["world"] = msg
         self.maybe_predict(key)
 
     def on_image(self, camera: str, msg: Image) -> None:
@@ -111,14 +110,16 @@ class PolicyNode(Node):
         del self.parts[key]
         for older in [k for k in self.parts if k < key]:  # nothing older can be needed now
             del self.parts[older]
-        obs = Observation(state=part["state"], images=part["images"],
-                          stamp=ros_io.stamp_to_sec(part["stamp"]), world=part.get("world"))
+        world = part.get("world")
+        obs = Observation(state=ros_io.joint_state_to_array(part["state"], C.JOINT_NAMES),
+                          images=part["images"], stamp=ros_io.stamp_to_sec(part["stamp"]),
+                          world=ros_io.msg_to_world_state(world) if world is not None else None)
         self.predict_and_publish(obs, part["stamp"])
 
     def predict_and_publish(self, obs: Observation, stamp) -> None:
         t0 = time.perf_counter()
         try:
-            chunk = C.validate_chunk(self.policy.predict(obs))
+            chunk = C.validate_chunk(self.policy.predict(obs))[: self.action_horizon]
         except Exception as exc:
             self.get_logger().error(f"policy failed: {exc}")
             self.status(C.STATUS_ERROR, message=f"policy failed: {exc}")

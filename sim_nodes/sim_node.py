@@ -9,6 +9,7 @@ so a seed gives the same episode whatever the machine load.
 from __future__ import annotations
 
 import sys
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
@@ -24,11 +25,6 @@ from vla_bridge import ros_io
 from vla_bridge.sim_nodes.session import Budget, SimSession
 
 BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend"}
-
-
-def stamp_ns(stamp) -> int:
-    """Integer nanoseconds of a builtin_interfaces/Time: exact keys for matching stamps."""
-    return stamp.sec * 10**9 + stamp.nanosec
 
 
 def make_backend(name: str, **kwargs):
@@ -53,6 +49,7 @@ class SimNode(Node):
         self.episode: str | None = None
         self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
+        self.world_msg = None  # reused MarkerArray (per-tick fast path)
         self._make_io()
         self.get_logger().info(f"sim node ready: backend={p['backend']} lock_step=true "
                                f"period={p['control_period']}s")
@@ -99,6 +96,8 @@ class SimNode(Node):
         self.clock_offset = self.now() + 1.0  # a clear gap between episodes on /clock
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
+        self.world_msg = None  # the scene's bodies may differ from the last episode
+        self.timing = {"wait_s": 0.0, "step_s": 0.0, "publish_s": 0.0}  # where wall time goes
         budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
         self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget)
         self.publish_tick()
@@ -115,7 +114,11 @@ class SimNode(Node):
         self.pub_cmd.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
         world = self.session.backend.world_state()
         world.stamp = t
-        self.pub_world.publish(ros_io.world_state_to_msg(world, clear=False))
+        if self.world_msg is None:
+            self.world_msg = ros_io.world_state_to_msg(world, clear=False)
+        else:  # same bodies every tick: update poses in place
+            self.world_msg = ros_io.refresh_world_state_msg(self.world_msg, world)
+        self.pub_world.publish(self.world_msg)
         if self.image_every_tick:
             self.publish_images(t)
 
@@ -132,14 +135,15 @@ class SimNode(Node):
         t = self.now()
         if not self.image_every_tick:
             self.publish_images(t)
-        self.pending_stamp_ns = stamp_ns(ros_io.sec_to_stamp(t))
+        self.pending_stamp_ns = ros_io.stamp_ns(ros_io.sec_to_stamp(t))
+        self.observed_at = time.perf_counter()
 
     # ------------------------------------------------------------------ actions
     def on_chunk(self, msg: JointTrajectory) -> None:
         if self.episode is None or self.pending_stamp_ns is None:
             self.get_logger().warning("action chunk arrived while no observation is pending; dropped")
             return
-        if stamp_ns(msg.header.stamp) != self.pending_stamp_ns:
+        if ros_io.stamp_ns(msg.header.stamp) != self.pending_stamp_ns:
             self.get_logger().warning("stale action chunk (answers an older observation); dropped")
             return
         try:
@@ -149,12 +153,20 @@ class SimNode(Node):
             self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
             return
         self.pending_stamp_ns = None
+        timing = self.timing
+        timing["wait_s"] += time.perf_counter() - self.observed_at
+        t0 = time.perf_counter()
         for _ in self.session.execute(chunk):
+            t1 = time.perf_counter()
             self.publish_tick()
+            timing["publish_s"] += time.perf_counter() - t1
+        timing["step_s"] += time.perf_counter() - t0
         self.status(C.STATUS_CHUNK_DONE, tick=self.session.ticks, calls=self.session.calls)
         if self.session.done:
+            timing["step_s"] -= timing["publish_s"]
             self.status(C.STATUS_DONE, ticks=self.session.ticks, calls=self.session.calls,
-                        reason="policy-call budget spent")
+                        reason="policy-call budget spent",
+                        timing={k: round(v, 4) for k, v in timing.items()})
         else:
             self.publish_observation()
 

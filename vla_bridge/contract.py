@@ -82,6 +82,7 @@ QOS_SENSOR = QosSpec(reliable=False, depth=5)  # streaming images in real-time m
 QOS_STATE = QosSpec(reliable=True, depth=100)  # per-tick state: the scorer needs every tick
 QOS_IMAGES = QosSpec(reliable=True, depth=10)  # lock-step: an observation must never be lost
 QOS_COMMAND = QosSpec(reliable=True, depth=10)
+QOS_LATEST = QosSpec(reliable=True, depth=1)  # consumers that only need the newest tick
 QOS_LATCHED = QosSpec(reliable=True, depth=1, transient_local=True)
 QOS_EVENTS = QosSpec(reliable=True, depth=50, transient_local=False)
 

@@ -12,6 +12,7 @@ import sys
 import time
 
 import rclpy
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -98,12 +99,12 @@ class EvaluatorNode(Node):
 
     def on_world(self, msg: MarkerArray) -> None:
         if self.episode is not None and msg.markers:
-            self.worlds[_ns(msg.markers[0].header.stamp)] = msg
+            self.worlds[ros_io.stamp_ns(msg.markers[0].header.stamp)] = msg
             self.last_progress = time.monotonic()
 
     def on_command(self, msg: JointState) -> None:
         if self.episode is not None:
-            self.commands[_ns(msg.header.stamp)] = msg
+            self.commands[ros_io.stamp_ns(msg.header.stamp)] = msg
 
     # ------------------------------------------------------------------ waiting
     def spin_until(self, condition, timeout: float, what: str) -> None:
@@ -152,9 +153,11 @@ class EvaluatorNode(Node):
             self.spin_until(lambda: len(self.worlds) >= n and len(self.commands) >= n, 10.0,
                             f"all {n} recorded frames")
             record = self.build_record()
+            self.sim_timing = self.sim_done.get("timing", {})
             return score_episode(trial.task, record), record.n, self.sim_done["calls"]
         finally:
-            self.send(C.CONTROL_END)
+            if self.context.ok():  # not after Ctrl-C has shut the context down
+                self.send(C.CONTROL_END)
             self.episode = None
 
     def send(self, kind: str, **fields) -> None:
@@ -207,6 +210,7 @@ class EvaluatorNode(Node):
             score, frames, calls = self.run_trial(trial, instruction)
             row = result_row(trial, score, instruction=instruction, wall_s=time.monotonic() - t0,
                              frames=frames, policy_calls=calls, policy_latency_ms=self.latencies)
+            row["sim_timing_s"] = self.sim_timing
         except EpisodeFailed as exc:
             row = result_row(trial, None, status="failed", error=str(exc), instruction=instruction,
                              wall_s=time.monotonic() - t0)
@@ -220,17 +224,13 @@ class EvaluatorNode(Node):
               f"({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)", flush=True)
 
 
-def _ns(stamp) -> int:
-    return stamp.sec * 10**9 + stamp.nanosec
-
-
 def main(args=None) -> int:
     rclpy.init(args=args)
     node = None
     try:
         node = EvaluatorNode()
         return node.run()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
         print("evaluator_node: interrupted; finished episodes are kept in results.jsonl", file=sys.stderr)
         return 130
     except (ValueError, FileExistsError, FileNotFoundError, GraphBroken) as exc:

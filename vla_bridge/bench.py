@@ -1,0 +1,87 @@
+"""Benchmarks that print figures (never asserted in unit tests).
+
+`vla-bridge bench overhead`: wall time of the same episodes through the full node graph
+(separate processes over DDS) versus run directly in one process (same MuJoCo backend, same
+oracle, same scorer, images rendered at every policy call in both). The ratio is what the
+bridge costs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("which", choices=["overhead"], help="benchmark to run")
+    parser.add_argument("--task", default="L0_place_yellow_block_1_behind_red_sphere")
+    parser.add_argument("--episodes", type=int, default=4,
+                        help="episodes per side; the first of each side is a warm-up")
+
+
+def run_direct(task_id: str, episodes: int) -> list[dict]:
+    from vla_bridge.direct import run_episode_direct
+    from vla_bridge.policy_nodes.oracle import OraclePolicy
+    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.session import SimSession
+    from vla_bridge.tasks import load_suite, plan_trials
+
+    task = load_suite().get(task_id)
+    session, policy = SimSession(MujocoBackend()), OraclePolicy()
+    rows = []
+    for trial in plan_trials([task], episodes):
+        t0 = time.perf_counter()
+        _, score = run_episode_direct(session, policy, task, trial.seed, images=True)
+        rows.append({"wall_s": time.perf_counter() - t0, "intent_score": score.intent_score,
+                     "exec_score": score.exec_score, "complete": score.complete})
+    session.backend.close()
+    return rows
+
+
+def run_graph(task_id: str, episodes: int) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim",
+               "--tasks", task_id, "--levels", "", "--rounds", str(episodes),
+               "--output", str(out), "--resume", "false"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"graph run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def _times(rows: list[dict]) -> str:
+    return ", ".join(f"{r['wall_s']:.2f}" for r in rows)
+
+
+def overhead(task_id: str, episodes: int) -> int:
+    if episodes < 2:
+        raise SystemExit("--episodes must be >= 2 (the first episode of each side is a warm-up)")
+    print(f"bridge overhead: task {task_id}, {episodes} episodes per side (first = warm-up)")
+    direct = run_direct(task_id, episodes)
+    graph = run_graph(task_id, episodes)
+    d = statistics.mean(r["wall_s"] for r in direct[1:])
+    g = statistics.mean(r["wall_s"] for r in graph[1:])
+    same = all(abs(a["intent_score"] - b["intent_score"]) < 1e-9 and
+               abs(a["exec_score"] - b["exec_score"]) < 1e-9 and a["complete"] == b["complete"]
+               for a, b in zip(direct, graph))
+    print(f"direct, one process : {d:.3f} s/episode  ({_times(direct)})")
+    print(f"node graph over DDS : {g:.3f} s/episode  ({_times(graph)})")
+    print(f"ratio graph/direct  : {g / d:.3f}   (target <= 1.05)")
+    print(f"identical scores    : {same}")
+    timing = [r.get("sim_timing_s", {}) for r in graph[1:]]
+    if all(timing):
+        parts = {k: statistics.mean(t[k] for t in timing) for k in timing[0]}
+        print("graph episode, sim node's view: " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
+              + "  (wait = observation published -> chunk received)")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return overhead(args.task, args.episodes)
