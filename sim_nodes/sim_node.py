@@ -16,7 +16,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
@@ -49,7 +49,7 @@ class SimNode(Node):
         self.episode: str | None = None
         self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
-        self.world_msg = None  # reused MarkerArray (per-tick fast path)
+        self.frame_layout = None  # reused frame layout (per-tick fast path)
         self._make_io()
         self.get_logger().info(f"sim node ready: backend={p['backend']} lock_step=true "
                                f"period={p['control_period']}s")
@@ -63,6 +63,7 @@ class SimNode(Node):
         self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
         self.pub_cmd = self.create_publisher(JointState, C.TOPIC_JOINT_COMMANDS, q(C.QOS_STATE))
         self.pub_world = self.create_publisher(MarkerArray, C.TOPIC_WORLD_STATE, q(C.QOS_STATE))
+        self.pub_frames = self.create_publisher(Float64MultiArray, C.TOPIC_FRAMES, q(C.QOS_STATE))
         self.pub_status = self.create_publisher(String, C.TOPIC_EPISODE_STATUS, q(C.QOS_EVENTS))
         self.pub_images = {c: self.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES))
                            for c in C.CAMERAS}
@@ -96,11 +97,12 @@ class SimNode(Node):
         self.clock_offset = self.now() + 1.0  # a clear gap between episodes on /clock
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
-        self.world_msg = None  # the scene's bodies may differ from the last episode
+        self.frame_layout = None  # the scene's bodies may differ from the last episode
         self.timing = {"wait_s": 0.0, "step_s": 0.0, "publish_s": 0.0}  # where wall time goes
         budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
         self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget)
         self.publish_tick()
+        self.publish_world(self.now())
         self.status(C.STATUS_READY, tick=0, stamp=self.now())
 
     def status(self, kind: str, **fields) -> None:
@@ -113,14 +115,16 @@ class SimNode(Node):
         self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
         self.pub_cmd.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
         world = self.session.backend.world_state()
-        world.stamp = t
-        if self.world_msg is None:
-            self.world_msg = ros_io.world_state_to_msg(world, clear=False)
-        else:  # same bodies every tick: update poses in place
-            self.world_msg = ros_io.refresh_world_state_msg(self.world_msg, world)
-        self.pub_world.publish(self.world_msg)
+        frame = ros_io.frame_msg(t, self.session.command, world, self.frame_layout)
+        self.frame_layout = frame.layout.dim  # same bodies all episode: reuse the layout
+        self.pub_frames.publish(frame)
         if self.image_every_tick:
             self.publish_images(t)
+
+    def publish_world(self, t: float) -> None:
+        world = self.session.backend.world_state()
+        world.stamp = t
+        self.pub_world.publish(ros_io.world_state_to_msg(world))
 
     def publish_images(self, t: float) -> None:
         backend = self.session.backend
@@ -133,6 +137,7 @@ class SimNode(Node):
     def publish_observation(self) -> None:
         """Images for the current tick; the chunk answering this stamp may then run."""
         t = self.now()
+        self.publish_world(t)
         if not self.image_every_tick:
             self.publish_images(t)
         self.pending_stamp_ns = ros_io.stamp_ns(ros_io.sec_to_stamp(t))

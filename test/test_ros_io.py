@@ -246,3 +246,29 @@ def test_json_round_trip_and_errors():
         ros_io.parse_json_msg(String(data="[1, 2]"))
     with pytest.raises(ValueError):
         ros_io.json_msg({"x": float("nan")})
+
+
+def test_frame_round_trip_and_layout_reuse():
+    from vla_bridge.world import ObjectState, TcpState, WorldState
+    world = WorldState(stamp=0.0, tcp={"left": TcpState(np.array([0.1, 0.2, 0.9]), np.array([1.0, 0, 0, 0])),
+                                       "right": TcpState(np.array([-0.1, 0.2, 0.9]), np.array([0, 1.0, 0, 0]))},
+                       objects={"cube": ObjectState("cube", np.array([0.0, -0.1, 0.76]),
+                                                    np.array([0.7071, 0, 0, 0.7071]), np.full(3, 0.04))})
+    command = np.arange(14, dtype=float) / 10
+    first = ros_io.frame_msg(3.25, command, world)
+    again = ros_io.frame_msg(3.31, command * 2, world, first.layout.dim)
+    for msg, stamp, cmd in ((first, 3.25, command), (again, 3.31, command * 2)):
+        t, got_cmd, got_world = ros_io.parse_frame(msg)
+        assert t == stamp and np.array_equal(got_cmd, cmd)
+        assert np.array_equal(got_world.tcp["right"].quat, [0, 1.0, 0, 0])
+        assert np.array_equal(got_world.objects["cube"].pos, [0.0, -0.1, 0.76])
+    labels = [d.label for d in first.layout.dim]
+    assert labels == ["stamp", "command", "tcp:left", "tcp:right", "obj:cube"]
+
+
+def test_frame_with_inconsistent_layout_is_rejected():
+    from vla_bridge.world import WorldState
+    msg = ros_io.frame_msg(1.0, np.zeros(14), WorldState(0.0, {}, {}))
+    msg.data = msg.data[:-1]
+    with pytest.raises(ValueError, match="layout describes 15"):
+        ros_io.parse_frame(msg)

@@ -25,6 +25,13 @@ Conventions
   ``objects``) and per tool centre point (namespace ``tcp``); ``marker.text`` carries the
   name, ``scale`` the full size (x, y, z) in metres, ``color`` the RGBA colour, ``pose`` the
   centre pose in the world frame. The TCP's local +x axis is the gripper approach axis.
+* World state is published at episode start and with every observation (same stamp as the
+  images), which is all a privileged policy or a viewer needs.
+* Frames: every tick the sim/robot node publishes the scoring record on ``frames``
+  (``std_msgs/Float64MultiArray``): ``layout.dim`` lists the fields in order, each with a
+  ``label`` and ``size``: ``stamp`` (1, seconds), ``command`` (the executed joint target,
+  contract order), then ``tcp:<arm>`` and ``obj:<name>`` poses (7: x, y, z, qw, qx, qy, qz).
+  One flat message per tick keeps the per-tick cost of the bridge near zero.
 * Episode control (evaluator <-> sim/robot/policy) uses ``std_msgs/String`` carrying JSON,
   so the graph needs no custom interface package.
 """
@@ -93,7 +100,8 @@ TOPIC_JOINT_STATES = "/joint_states"  # sensor_msgs/JointState (measured)
 TOPIC_JOINT_COMMANDS = "/joint_commands"  # sensor_msgs/JointState (target being executed)
 TOPIC_ACTION_CHUNK = f"{NS}/action_chunk"  # trajectory_msgs/JointTrajectory
 TOPIC_INSTRUCTION = f"{NS}/instruction"  # std_msgs/String, latched
-TOPIC_WORLD_STATE = f"{NS}/world_state"  # visualization_msgs/MarkerArray
+TOPIC_WORLD_STATE = f"{NS}/world_state"  # visualization_msgs/MarkerArray, per observation
+TOPIC_FRAMES = f"{NS}/frames"  # std_msgs/Float64MultiArray, one per tick (scoring record)
 TOPIC_EPISODE_CONTROL = f"{NS}/episode/control"  # std_msgs/String JSON, evaluator -> all
 TOPIC_EPISODE_STATUS = f"{NS}/episode/status"  # std_msgs/String JSON, sim/robot -> evaluator
 TOPIC_POLICY_STATUS = f"{NS}/policy/status"  # std_msgs/String JSON, policy -> evaluator

@@ -14,9 +14,7 @@ import time
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from visualization_msgs.msg import MarkerArray
+from std_msgs.msg import Float64MultiArray, String
 
 from vla_bridge import contract as C
 from vla_bridge import ros_io
@@ -53,8 +51,7 @@ class EvaluatorNode(Node):
         self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
         self.create_subscription(String, C.TOPIC_EPISODE_STATUS, self.on_sim_status, q(C.QOS_EVENTS))
         self.create_subscription(String, C.TOPIC_POLICY_STATUS, self.on_policy_status, q(C.QOS_EVENTS))
-        self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, q(C.QOS_STATE))
-        self.create_subscription(JointState, C.TOPIC_JOINT_COMMANDS, self.on_command, q(C.QOS_STATE))
+        self.create_subscription(Float64MultiArray, C.TOPIC_FRAMES, self.on_frame, q(C.QOS_STATE))
         self.episode: str | None = None
         self._reset_episode_state()
 
@@ -63,8 +60,8 @@ class EvaluatorNode(Node):
         self.sim_ready = self.policy_ready = False
         self.sim_done: dict | None = None
         self.error: str | None = None
-        self.worlds: dict[int, object] = {}
-        self.commands: dict[int, object] = {}
+        self.frames: list = []  # this episode's frame messages, in arrival (= tick) order
+        self.episode_start: float | None = None
         self.latencies: list[float] = []
         self.last_progress = time.monotonic()
 
@@ -79,6 +76,7 @@ class EvaluatorNode(Node):
         kind = status["kind"]
         if kind == C.STATUS_READY:
             self.sim_ready = True
+            self.episode_start = float(status["stamp"])
         elif kind == C.STATUS_DONE:
             self.sim_done = status
         elif kind == C.STATUS_ERROR:
@@ -97,14 +95,10 @@ class EvaluatorNode(Node):
         elif kind == C.STATUS_ERROR:
             self.error = f"policy: {status.get('message')}"
 
-    def on_world(self, msg: MarkerArray) -> None:
-        if self.episode is not None and msg.markers:
-            self.worlds[ros_io.stamp_ns(msg.markers[0].header.stamp)] = msg
+    def on_frame(self, msg: Float64MultiArray) -> None:
+        if self.episode is not None:  # parsed after the episode, off the control path
+            self.frames.append(msg)
             self.last_progress = time.monotonic()
-
-    def on_command(self, msg: JointState) -> None:
-        if self.episode is not None:
-            self.commands[ros_io.stamp_ns(msg.header.stamp)] = msg
 
     # ------------------------------------------------------------------ waiting
     def spin_until(self, condition, timeout: float, what: str) -> None:
@@ -150,8 +144,7 @@ class EvaluatorNode(Node):
             self.send(C.CONTROL_START)
             self.spin_until(lambda: self.sim_done is not None, timeout, "the episode to finish")
             n = self.sim_done["ticks"] + 1
-            self.spin_until(lambda: len(self.worlds) >= n and len(self.commands) >= n, 10.0,
-                            f"all {n} recorded frames")
+            self.spin_until(lambda: len(self.frames) >= n, 10.0, f"all {n} recorded frames")
             record = self.build_record()
             self.sim_timing = self.sim_done.get("timing", {})
             return score_episode(trial.task, record), record.n, self.sim_done["calls"]
@@ -164,12 +157,11 @@ class EvaluatorNode(Node):
         self.pub_control.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     def build_record(self):
+        """Frames of this episode (stamps from the sim's ready stamp on), in tick order."""
+        parsed = sorted((ros_io.parse_frame(m) for m in self.frames), key=lambda f: f[0])
+        parsed = [f for f in parsed if f[0] >= self.episode_start - 1e-9]
         recorder = FrameRecorder()
-        for key in sorted(self.worlds):
-            if key not in self.commands:
-                raise EpisodeFailed(f"joint command missing for frame at {key} ns")
-            world = ros_io.msg_to_world_state(self.worlds[key])
-            command = ros_io.joint_state_to_array(self.commands[key], C.JOINT_NAMES)
+        for _, command, world in parsed:
             recorder.add(world, command)
         return recorder.record()
 

@@ -22,7 +22,7 @@ from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import ColorRGBA, String
+from std_msgs.msg import ColorRGBA, Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -323,6 +323,56 @@ def refresh_world_state_msg(msg: MarkerArray, world: WorldState) -> MarkerArray:
         p.x, p.y, p.z = float(pos[0]), float(pos[1]), float(pos[2])
         q.w, q.x, q.y, q.z = float(quat[0]), float(quat[1]), float(quat[2]), float(quat[3])
     return msg
+
+
+# ------------------------------------------------------------------- scoring frames
+_FRAME_POSE = 7  # x, y, z, qw, qx, qy, qz
+
+
+def frame_layout(command_dim: int, world: WorldState) -> list[MultiArrayDimension]:
+    """Field list of a frame: stamp, command, then one pose per TCP and per object."""
+    fields = [("stamp", 1), ("command", command_dim)]
+    fields += [(f"tcp:{arm}", _FRAME_POSE) for arm in world.tcp]
+    fields += [(f"obj:{name}", _FRAME_POSE) for name in world.objects]
+    return [MultiArrayDimension(label=label, size=size, stride=size) for label, size in fields]
+
+
+def frame_msg(stamp_s: float, command: np.ndarray, world: WorldState,
+              layout: list[MultiArrayDimension] | None = None) -> Float64MultiArray:
+    """One tick's scoring record as std_msgs/Float64MultiArray (see contract TOPIC_FRAMES).
+
+    Pass the `layout` of the previous tick to skip rebuilding it (same bodies all episode)."""
+    poses = [np.concatenate([t.pos, t.quat]) for t in world.tcp.values()]
+    poses += [np.concatenate([o.pos, o.quat]) for o in world.objects.values()]
+    data = np.concatenate([[stamp_s], np.asarray(command, float), *poses])
+    msg = Float64MultiArray()
+    msg.layout.dim = layout if layout is not None else frame_layout(len(command), world)
+    msg.data = _float64_array(data)
+    return msg
+
+
+def parse_frame(msg: Float64MultiArray) -> tuple[float, np.ndarray, WorldState]:
+    """(stamp, executed command, world poses) from a frame message; sizes are not carried."""
+    data = np.frombuffer(msg.data, dtype=np.float64) if isinstance(msg.data, array.array) \
+        else np.asarray(msg.data, dtype=np.float64)
+    expected = sum(d.size for d in msg.layout.dim)
+    if data.size != expected:
+        raise ValueError(f"frame has {data.size} values but its layout describes {expected}")
+    stamp, command, objects, tcp, offset = 0.0, np.zeros(0), {}, {}, 0
+    for dim in msg.layout.dim:
+        values = data[offset:offset + dim.size]
+        offset += dim.size
+        kind, _, name = dim.label.partition(":")
+        if dim.label == "stamp":
+            stamp = float(values[0])
+        elif dim.label == "command":
+            command = values.copy()
+        elif kind == "tcp":
+            tcp[name] = TcpState(pos=values[:3].copy(), quat=values[3:].copy())
+        elif kind == "obj":
+            objects[name] = ObjectState(name=name, pos=values[:3].copy(), quat=values[3:].copy(),
+                                        size=np.zeros(3))
+    return stamp, command, WorldState(stamp=stamp, objects=objects, tcp=tcp)
 
 
 def msg_to_world_state(msg: MarkerArray) -> WorldState:
