@@ -181,14 +181,15 @@ class OraclePolicy(PolicyBackend):
 
     needs_world_state = True
 
-    def __init__(self, chunk_size: int = 50):
+    def __init__(self, chunk_size: int = 50, control_period: float = 0.06):
         self.chunk_size = chunk_size
+        self.control_period = control_period
         self.task: TaskSpec | None = None
         self.plan: np.ndarray | None = None
-        self.cursor = 0
+        self.plan_start = 0.0  # observation stamp the plan starts from
 
     def reset(self) -> None:
-        self.plan, self.cursor = None, 0
+        self.plan = None
 
     def set_instruction(self, instruction: str, task: dict | None = None) -> None:
         if task is None:
@@ -202,9 +203,11 @@ class OraclePolicy(PolicyBackend):
         if observation.world is None:
             raise ValueError("the oracle needs the privileged world state in the observation")
         if self.plan is None:
-            self.plan = self._plan(observation)
-        chunk = self.plan[self.cursor:self.cursor + self.chunk_size]
-        self.cursor += len(chunk)
+            self.plan, self.plan_start = self._plan(observation), observation.stamp
+        # index the plan by time, so it also holds when the sim runs in real time and
+        # observations come more often than once per chunk
+        cursor = int(round((observation.stamp - self.plan_start) / self.control_period))
+        chunk = self.plan[cursor:cursor + self.chunk_size]
         if len(chunk) < self.chunk_size:  # plan finished: hold the last pose
             last = self.plan[-1] if len(self.plan) else observation.state
             chunk = np.vstack([chunk, np.tile(last, (self.chunk_size - len(chunk), 1))])

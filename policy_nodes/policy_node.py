@@ -32,7 +32,8 @@ class PolicyNode(Node):
         p = {k: self.declare_parameter(k, v).value for k, v in
              {"backend": "oracle", "chunk_size": 50, "action_horizon": 50,
               "control_period": 0.06, "image_source": "raw"}.items()}
-        self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"])
+        self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"],
+                                  control_period=p["control_period"])
         self.dt = p["control_period"]
         self.action_horizon = int(p["action_horizon"])  # actions executed per call
         self.episode: str | None = None

@@ -56,8 +56,17 @@ class SimSession:
         actions = contract.validate_chunk(chunk)[: self.budget.max_actions_per_call]
         self.calls += 1
         for target in actions:
-            self.backend.apply(target)
-            self.command = target
-            self.backend.step()
-            self.ticks += 1
+            self.step_action(target)
             yield target
+
+    def step_action(self, target) -> None:
+        """Apply one absolute joint target and advance one control period."""
+        self.backend.apply(target)
+        self.command = np.asarray(target, dtype=float)
+        self.backend.step()
+        self.ticks += 1
+
+    @property
+    def max_ticks(self) -> int:
+        """Episode length in ticks when the sim runs in real time (same frame count as lock-step)."""
+        return self.budget.max_policy_calls * self.budget.max_actions_per_call

@@ -2,9 +2,16 @@
 
 Lock-step (default): after `start` the node publishes an observation (joint state + camera
 images with one stamp) and waits; each action chunk that answers that stamp is executed
-action by action (one tick each: /clock, joint_states, joint_commands, world_state), then
-the next observation is published. The sim never advances without the action for the tick,
-so a seed gives the same episode whatever the machine load.
+action by action (one tick each: /clock, joint_states, joint_commands, frames), then the
+next observation is published. The sim never advances without the action for the tick, so a
+seed gives the same episode whatever the machine load.
+
+Real time (`lock_step:=false`): the sim ticks on a wall-clock timer whether or not actions
+arrived, as hardware would; it publishes an observation every `observation_period` ticks,
+holds the last target when its queue runs dry, and a chunk that arrives late has the
+actions whose time has already passed dropped (action k of a chunk is due at the
+observation's stamp + (k + 1) * control_period). Use it to study latency; it is not
+deterministic.
 """
 from __future__ import annotations
 
@@ -39,9 +46,11 @@ class SimNode(Node):
         super().__init__("sim_node")
         p = self._declare({"backend": "mujoco", "lock_step": True, "control_period": 0.06,
                            "image_width": C.IMAGE_WIDTH, "image_height": C.IMAGE_HEIGHT,
-                           "image_every_tick": False, "scene": "scene1"})
-        if not p["lock_step"]:
-            raise ValueError("only lock_step:=true is implemented in this version of the sim node")
+                           "image_every_tick": False, "scene": "scene1",
+                           "observation_period": 10})
+        self.lock_step = bool(p["lock_step"])
+        self.observation_period = max(1, int(p["observation_period"]))
+        self.dt = float(p["control_period"])
         backend = make_backend(p["backend"], control_period=p["control_period"],
                                width=p["image_width"], height=p["image_height"])
         self.session = SimSession(backend)
@@ -50,8 +59,12 @@ class SimNode(Node):
         self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
         self.frame_layout = None  # reused frame layout (per-tick fast path)
+        self.queue: list[tuple[float, object]] = []  # real time: (due sim time, target)
+        self.running = False
         self._make_io()
-        self.get_logger().info(f"sim node ready: backend={p['backend']} lock_step=true "
+        if not self.lock_step:
+            self.create_timer(self.dt, self.real_time_tick)
+        self.get_logger().info(f"sim node ready: backend={p['backend']} lock_step={self.lock_step} "
                                f"period={p['control_period']}s")
 
     def _declare(self, defaults: dict) -> dict:
@@ -85,9 +98,10 @@ class SimNode(Node):
             if kind == C.CONTROL_BEGIN:
                 self.begin(ctl)
             elif kind == C.CONTROL_START and ctl.get("episode") == self.episode:
+                self.running = True
                 self.publish_observation()
             elif kind == C.CONTROL_END and ctl.get("episode") == self.episode:
-                self.episode, self.pending_stamp_ns = None, None
+                self.episode, self.pending_stamp_ns, self.running = None, None, False
         except Exception as exc:  # report, never die on a bad request
             self.get_logger().error(f"episode control failed: {exc}")
             self.status(C.STATUS_ERROR, message=str(exc))
@@ -97,6 +111,8 @@ class SimNode(Node):
         self.clock_offset = self.now() + 1.0  # a clear gap between episodes on /clock
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
+        self.running = False
+        self.queue = []
         self.frame_layout = None  # the scene's bodies may differ from the last episode
         self.timing = {"wait_s": 0.0, "step_s": 0.0, "publish_s": 0.0}  # where wall time goes
         budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
@@ -145,6 +161,9 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------ actions
     def on_chunk(self, msg: JointTrajectory) -> None:
+        if not self.lock_step:
+            self.on_chunk_real_time(msg)
+            return
         if self.episode is None or self.pending_stamp_ns is None:
             self.get_logger().warning("action chunk arrived while no observation is pending; dropped")
             return
@@ -173,6 +192,35 @@ class SimNode(Node):
                         reason="policy-call budget spent",
                         timing={k: round(v, 4) for k, v in timing.items()})
         else:
+            self.publish_observation()
+
+
+    # ------------------------------------------------------------------ real time
+    def on_chunk_real_time(self, msg: JointTrajectory) -> None:
+        if not self.running:
+            return
+        try:
+            chunk = C.validate_chunk(ros_io.msg_to_chunk(msg, C.JOINT_NAMES))
+        except ValueError as exc:
+            self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
+            return
+        t_obs = ros_io.stamp_to_sec(msg.header.stamp)
+        now = self.now()
+        due = [(t_obs + (k + 1) * self.dt, a) for k, a in enumerate(chunk)]
+        self.queue = [(t, a) for t, a in due if t > now + 1e-9]  # the newest chunk wins
+        self.session.calls += 1
+
+    def real_time_tick(self) -> None:
+        if not self.running:
+            return
+        target = self.queue.pop(0)[1] if self.queue else self.session.command  # hold when dry
+        self.session.step_action(target)
+        self.publish_tick()
+        if self.session.ticks >= self.session.max_ticks:
+            self.running = False
+            self.status(C.STATUS_DONE, ticks=self.session.ticks, calls=self.session.calls,
+                        reason="episode length reached (real time)")
+        elif self.session.ticks % self.observation_period == 0:
             self.publish_observation()
 
 
