@@ -10,8 +10,6 @@ import sys
 import time
 
 import numpy as np
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
@@ -135,22 +133,7 @@ class PolicyNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = PolicyNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception as exc:
-        print(f"policy_node: fatal: {exc!r}", file=sys.stderr)
-        return 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    return ros_io.spin_node(PolicyNode, "policy_node", args)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,6 @@ from __future__ import annotations
 import sys
 import time
 
-import rclpy
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -151,9 +149,13 @@ class SimNode(Node):
                                                               model.focal_px, t, cam))
 
     def publish_observation(self) -> None:
-        """Images for the current tick; the chunk answering this stamp may then run."""
+        """Joint state, world state and images of the current tick, all with its stamp; the
+        chunk answering this stamp may then run. The joint state is sent again although the
+        tick already sent it: a policy that reset after that tick (new episode) still gets
+        a complete observation."""
         t = self.now()
         self.publish_world(t)
+        self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
         if not self.image_every_tick:
             self.publish_images(t)
         self.pending_stamp_ns = ros_io.stamp_ns(ros_io.sec_to_stamp(t))
@@ -195,6 +197,9 @@ class SimNode(Node):
             self.publish_observation()
 
 
+    def close(self) -> None:
+        self.session.backend.close()
+
     # ------------------------------------------------------------------ real time
     def on_chunk_real_time(self, msg: JointTrajectory) -> None:
         if not self.running:
@@ -225,23 +230,7 @@ class SimNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception as exc:
-        print(f"sim_node: fatal: {exc!r}", file=sys.stderr)
-        return 1
-    finally:
-        if node is not None:
-            node.session.backend.close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    return ros_io.spin_node(SimNode, "sim_node", args)
 
 
 if __name__ == "__main__":

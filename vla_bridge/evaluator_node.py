@@ -21,7 +21,7 @@ from vla_bridge import ros_io
 from vla_bridge.evaluation import RunDirectory, format_table, result_row, trial_key
 from vla_bridge.recording import FrameRecorder
 from vla_bridge.scoring import score_episode, summarize
-from vla_bridge.tasks import Trial, load_suite, plan_trials
+from vla_bridge.tasks import Trial, load_suite, plan_trials, select_tasks
 
 
 class EpisodeFailed(RuntimeError):
@@ -30,11 +30,6 @@ class EpisodeFailed(RuntimeError):
 
 class GraphBroken(RuntimeError):
     """A node the run depends on is gone: stop the run instead of failing every episode."""
-
-
-def _split(text: str) -> list[str] | None:
-    items = [s.strip() for s in str(text).split(",") if s.strip()]
-    return items or None
 
 
 class EvaluatorNode(Node):
@@ -65,15 +60,17 @@ class EvaluatorNode(Node):
         self.latencies: list[float] = []
         self.last_progress = time.monotonic()
 
-    def _mine(self, status: dict) -> bool:
-        return self.episode is not None and status.get("episode") == self.episode
+    def _status_of_this_episode(self, msg: String) -> dict | None:
+        """The status in `msg` if it belongs to the running episode (it counts as progress)."""
+        status = ros_io.parse_json_msg(msg)
+        if self.episode is None or status.get("episode") != self.episode:
+            return None
+        self.last_progress = time.monotonic()
+        return status
 
     def on_sim_status(self, msg: String) -> None:
-        status = ros_io.parse_json_msg(msg)
-        if not self._mine(status):
-            return
-        self.last_progress = time.monotonic()
-        kind = status["kind"]
+        status = self._status_of_this_episode(msg)
+        kind = status["kind"] if status else None
         if kind == C.STATUS_READY:
             self.sim_ready = True
             self.episode_start = float(status["stamp"])
@@ -83,11 +80,8 @@ class EvaluatorNode(Node):
             self.error = f"sim: {status.get('message')}"
 
     def on_policy_status(self, msg: String) -> None:
-        status = ros_io.parse_json_msg(msg)
-        if not self._mine(status):
-            return
-        self.last_progress = time.monotonic()
-        kind = status["kind"]
+        status = self._status_of_this_episode(msg)
+        kind = status["kind"] if status else None
         if kind == C.STATUS_READY:
             self.policy_ready = True
         elif kind == C.STATUS_PREDICTED:
@@ -167,9 +161,7 @@ class EvaluatorNode(Node):
 
     # ------------------------------------------------------------------ the suite
     def trials(self) -> list[Trial]:
-        suite = load_suite()
-        tasks = suite.eval_tasks(scenes=_split(self.p["scene"]), levels=_split(self.p["levels"]),
-                                 ids=_split(self.p["tasks"]))
+        tasks = select_tasks(load_suite(), self.p["scene"], self.p["levels"], self.p["tasks"])
         if not tasks:
             raise ValueError("the selection matches no task")
         return plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))

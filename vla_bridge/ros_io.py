@@ -420,3 +420,35 @@ def parse_json_msg(msg: String) -> dict:
         raise ValueError(f"expected a JSON object, got {type(payload).__name__}: "
                          f"{msg.data[:200]!r}")
     return payload
+
+
+# ------------------------------------------------------------------------ node main
+
+
+def spin_node(make_node, name: str, args=None) -> int:
+    """Run a node until Ctrl-C or shutdown: the `main()` of every long-running node.
+
+    Returns the process exit code: 0 on a clean stop, 1 (with the reason on stderr) when the
+    node fails, so a launcher can report which node died and why. `make_node()` builds the
+    node; a `close()` method, if the node has one, runs before it is destroyed.
+    """
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = make_node()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:  # noqa: BLE001 - the process boundary: report, exit non-zero
+        print(f"{name}: fatal: {exc!r}", file=sys.stderr)
+        return 1
+    finally:
+        if node is not None:
+            getattr(node, "close", lambda: None)()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
