@@ -8,7 +8,7 @@ from collections import Counter
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scene", default="", help="comma-separated scenes (default: all)")
     parser.add_argument("--levels", default="", help="comma-separated levels L0..L3 (default: all)")
-    parser.add_argument("--tasks", default="", help="comma-separated task ids")
+    parser.add_argument("--tasks", default="", help="comma-separated task ids (override --scene/--levels)")
     parser.add_argument("--rounds", type=int, default=10, help="rounds per task (protocol: 10)")
     parser.add_argument("--base-seed", type=int, default=42)
     parser.add_argument("--dry-run", action="store_true",
@@ -16,17 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instructions", action="store_true", help="show each instruction")
 
 
-def _split(text: str):
-    items = [s.strip() for s in text.split(",") if s.strip()]
-    return items or None
-
-
 def run(args: argparse.Namespace) -> int:
-    from vla_bridge.tasks import load_suite, plan_trials
+    from vla_bridge.tasks import load_suite, plan_trials, select_tasks
 
-    suite = load_suite()
-    tasks = suite.eval_tasks(scenes=_split(args.scene), levels=_split(args.levels),
-                             ids=_split(args.tasks))
+    tasks = select_tasks(load_suite(), args.scene, args.levels, args.tasks)
     trials = plan_trials(tasks, args.rounds, args.base_seed)
     if args.dry_run:
         for t in trials:

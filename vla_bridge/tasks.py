@@ -159,6 +159,20 @@ class Suite:
         return f"unknown evaluation task id {task_id!r}{hint}"
 
 
+def split_list(text: str | None) -> list[str] | None:
+    """"a, b,c" -> ["a", "b", "c"]; empty -> None (no filter). For CLI flags and parameters."""
+    items = [s.strip() for s in str(text or "").split(",") if s.strip()]
+    return items or None
+
+
+def select_tasks(suite: "Suite", scenes: str = "", levels: str = "", tasks: str = "") -> list[TaskSpec]:
+    """Tasks chosen by comma-separated strings; explicit task ids win over scene/level filters."""
+    ids = split_list(tasks)
+    if ids:
+        return suite.eval_tasks(ids=ids)
+    return suite.eval_tasks(scenes=split_list(scenes), levels=split_list(levels))
+
+
 def _choices(value: str | Iterable[str] | None, valid: tuple[str, ...], what: str):
     if value is None:
         return None
