@@ -168,3 +168,117 @@ class PickPlace:
             for name, keys in (extra or {}).items():
                 k[part].setdefault(name, []).extend(keys)
         return build_record(n or self.n, **k)
+
+
+# =========================================================================== Scenes 2-4: TCP records
+# Scenes 2, 3 and 4 score the TCP itself (no fingertip proxy): these helpers key the TCP directly.
+
+import dataclasses as _dataclasses  # noqa: E402
+import math as _math  # noqa: E402
+
+from vla_bridge.scenes import load_scene as _load_scene, sample_layout as _sample_layout  # noqa: E402
+
+TCP_ROT = np.eye(3)  # any rotation: Scenes 2-4 do not use it
+
+
+def nominal_layout(scene: str, layout: str = "default") -> dict[str, tuple[float, float, float]]:
+    """Unjittered spawn centre of every body the layout places (objects, bowls, labels), config order."""
+    spec = _load_scene(scene)
+    centres = _sample_layout(_dataclasses.replace(spec, jitter={}), layout, 0)
+    return {name: tuple(float(v) for v in p) for name, p in centres.items()}
+
+
+def yaw_quat(yaw_deg: float) -> tuple[float, float, float, float]:
+    """(w, x, y, z) of a rotation by yaw_deg about +z."""
+    h = _math.radians(yaw_deg) / 2.0
+    return (_math.cos(h), 0.0, 0.0, _math.sin(h))
+
+
+def build_tcp_record(n: int, base: Mapping[str, Vec], ee: Mapping[str, Keys] | None = None,
+                     grip: Mapping[str, Keys] | None = None, objects: Mapping[str, Keys] | None = None,
+                     quats: Mapping[str, Keys] | None = None) -> EpisodeRecord:
+    """EpisodeRecord with TCP = the `ee` keys; objects not keyed rest at `base`.
+
+    Quaternions default to identity; keyed ones are interpolated component-wise and normalised.
+    """
+    ee, grip, objects, quats = dict(ee or {}), dict(grip or {}), dict(objects or {}), dict(quats or {})
+    tcp_pos, tcp_rot, grips = {}, {}, {}
+    for arm in ("left", "right"):
+        tcp_pos[arm] = linear_track(ee.get(arm, [(0, HOME[arm])]), n)
+        tcp_rot[arm] = np.repeat(TCP_ROT[None, :, :], n, axis=0)
+        grips[arm] = step_track(grip.get(arm, [(0, 1.0)]), n)
+    names = list(base) + [k for k in objects if k not in base]
+    pos = {name: linear_track(objects.get(name, [(0, base.get(name))]), n) for name in names}
+    quat = {}
+    for name in names:
+        q = linear_track(quats.get(name, [(0, (1.0, 0.0, 0.0, 0.0))]), n)
+        quat[name] = q / np.linalg.norm(q, axis=1, keepdims=True)
+    return EpisodeRecord(tcp_pos=tcp_pos, tcp_rot=tcp_rot, grip=grips, pos=pos, quat=quat)
+
+
+def parked_record(scene: str, layout: str, n: int = 40) -> EpisodeRecord:
+    """Do-nothing episode: both arms parked at HOME with open grippers, every body at rest."""
+    return build_tcp_record(n, nominal_layout(scene, layout))
+
+
+@dataclass
+class TcpPickPlace:
+    """PickPlace for the TCP scenes: reach, close, lift; then (if `place`) move, lower, open; then home.
+
+    `place` is the object's absolute centre when lowered. Frames as PickPlace: reach 20, close 22
+    (cE), lift done 32 (lift >= 0.01 first at 24, >= 0.03 at 25); move 52, lowered 62, open 64,
+    retreat 68, home 90. The TCP sits 0.01 m above the object's centre while holding it.
+    """
+    base: Mapping[str, Vec]
+    arm: str = "left"
+    obj: str = ""
+    n: int = 150
+    grasp_offset: tuple[float, float] = (0.0, 0.0)
+    reach_t: int = 20
+    close_t: int = 22
+    lift_t: int = 32
+    lift_dz: float = 0.08
+    via: tuple[int, Vec] | None = None  # optional (frame, object centre) waypoint between lift and move
+    place: Vec | None = None
+    move_t: int = 52
+    lower_t: int = 62
+    open_t: int | None = 64
+    home_t: int | None = 90
+
+    def keys(self) -> dict[str, dict[str, list[tuple[int, Vec]]]]:
+        p0 = tuple(self.base[self.obj])
+        hold = (*self.grasp_offset, 0.01)
+        grasp = add(p0, hold)
+        up = (0.0, 0.0, self.lift_dz)
+        ee = [(0, HOME[self.arm]), (self.reach_t, grasp), (self.close_t, grasp), (self.lift_t, add(grasp, up))]
+        obj = [(0, p0), (self.close_t, p0), (self.lift_t, add(p0, up))]
+        grip = [(0, 1.0), (self.close_t, 0.0)]
+        last_t = self.lift_t
+        if self.via is not None:
+            vt, vp = self.via
+            ee.append((vt, add(vp, hold)))
+            obj.append((vt, tuple(vp)))
+            last_t = vt
+        if self.place is not None:
+            place = tuple(self.place)
+            ee += [(self.move_t, add(add(place, hold), up)), (self.lower_t, add(place, hold))]
+            obj += [(self.move_t, add(place, up)), (self.lower_t, place)]
+            last_t = self.lower_t
+            if self.open_t is not None:
+                ee += [(self.open_t, add(place, hold)), (self.open_t + 4, add(place, (0, 0, 0.06)))]
+                grip.append((self.open_t, 1.0))
+                last_t = self.open_t + 4
+        if self.home_t is not None:
+            assert self.home_t > last_t, "home_t must come after the scripted motion"
+            ee.append((self.home_t, HOME[self.arm]))
+        return {"ee": {self.arm: ee}, "grip": {self.arm: grip}, "objects": {self.obj: obj}}
+
+    def record(self, ee: Mapping[str, Keys] | None = None, grip: Mapping[str, Keys] | None = None,
+               objects: Mapping[str, Keys] | None = None, quats: Mapping[str, Keys] | None = None,
+               n: int | None = None) -> EpisodeRecord:
+        """Build the record; extra keys are appended per arm/object (a key at the same frame overrides)."""
+        k = self.keys()
+        for part, extra in (("ee", ee), ("grip", grip), ("objects", objects)):
+            for name, keys in (extra or {}).items():
+                k[part].setdefault(name, []).extend(keys)
+        return build_tcp_record(n or self.n, self.base, quats=quats, **k)

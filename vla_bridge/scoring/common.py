@@ -6,6 +6,7 @@ Pure numpy, no rclpy. Every threshold is compared exactly as SCORING.md writes i
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -214,6 +215,46 @@ def first_after_lift_latch(lift: np.ndarray, start: int, accept: Callable[[int],
         if latched and accept(t):
             return t
     return None
+
+
+def lift_completion_frame(lift: np.ndarray, cE: int | None, thr: float = LIFT_THRESHOLD) -> int:
+    """§3.3 fallback completion frame: first t >= (cE, or 0 if none) with lift >= thr, else n-1."""
+    t = first_frame_at_least(lift, thr, cE if cE is not None else 0)
+    return t if t is not None else len(lift) - 1
+
+
+def first_frame(start: int, stop: int, accept: Callable[[int], bool]) -> int | None:
+    """First t in [max(0, start), stop) with accept(t)."""
+    for t in range(max(0, start), stop):
+        if accept(t):
+            return t
+    return None
+
+
+# --------------------------------------------------------------------------- static scene facts
+
+@functools.lru_cache(maxsize=None)
+def scene_spec(name: str):
+    """The scene's SceneSpec from config/robofollow/scenes.json (cached; treat it as read-only)."""
+    from ..scenes import load_scene  # pure logic; imported lazily to keep this module light
+    return load_scene(name)
+
+
+def fixture_names(spec: Any, kind: str) -> tuple[str, ...]:
+    """Names of the scene's fixtures of one kind ("bowl" | "label"), in config order."""
+    return tuple(f.name for f in spec.fixtures.values() if f.kind == kind)
+
+
+def candidate_names(pos: Mapping[str, Any], excluded: Iterable[str]) -> list[str]:
+    """§1 candidates: every recorded object except the excluded fixtures, in record order."""
+    skip = set(excluded)
+    return [name for name in pos if name not in skip]
+
+
+def require_objects(task_id: str, pos: Mapping[str, Any], names: Iterable[str | None]) -> None:
+    missing = [n for n in names if n is not None and n not in pos]
+    if missing:
+        raise ValueError(f"task {task_id}: object(s) {missing} not in the record ({sorted(pos)})")
 
 
 # --------------------------------------------------------------------------- §2.3 source selection
@@ -498,3 +539,17 @@ def summarize(rows: Iterable[Any]) -> dict[str, dict[str, float | int]]:
     if rows:
         out["all"] = _group_metrics(rows)
     return out
+
+
+# --------------------------------------------------------------------------- result assembly
+
+def build_episode_score(task: Any, stages: Sequence[StageScore], intent: float, exec_: float,
+                        complete: bool, flags: dict[str, Any]) -> EpisodeScore:
+    """EpisodeScore with §2.6 full rates; max_total is the sum of the stage weights (1.0)."""
+    max_total = float(sum(s.weight for s in stages))
+    return EpisodeScore(
+        task_id=task.id, scene=task.scene, level=task.level, action=task.action, arm=task.arm,
+        stages=list(stages), intent_score=float(intent), exec_score=float(exec_),
+        intent_ok=full_rate_ok(intent, max_total), exec_ok=full_rate_ok(exec_, max_total),
+        complete=bool(complete), flags=flags, max_total=max_total,
+    )
