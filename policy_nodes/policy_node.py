@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String

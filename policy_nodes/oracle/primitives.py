@@ -1,19 +1,13 @@
-"""Scripted expert ("oracle") for RoboFollow Scene 1: reads the privileged world state and the
-task spec, plans the whole episode with inverse kinematics and simple motion primitives, and
-serves the plan chunk by chunk.
-
-Primitives: joint-space move (cosine-eased), straight Cartesian line (IK per waypoint),
-gripper open/close with a short dwell, hold.
+"""Motion primitives of the scripted expert: joint-space moves (cosine-eased), straight
+Cartesian lines (IK per waypoint), gripper open/close with a dwell, hold; grasp selection
+(approach tilt and wrist yaw) and free-spot search for placements.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from vla_bridge import contract
 from vla_bridge.kinematics import PiperKinematics, transform
-from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
-from vla_bridge.tasks import TaskSpec
-from vla_bridge.workcell import MOUNTS, TABLE_TOP_Z, arm_slice
+from vla_bridge.workcell import MOUNTS
 
 #: distances from the anchor's centre to the placed source's centre and angles off the asked
 #: direction, in order of preference (RoboFollow accepts 1e-6 < d <= 0.12 within 45 degrees)
@@ -143,80 +137,3 @@ def place_point(world, source: str, anchor: str, relation) -> np.ndarray:
                    for o in others):
                 return xy
     raise PlanningError(f"no free spot {relation} of {anchor} for {source}")
-
-
-def plan_scene1(task: TaskSpec, world, state: np.ndarray) -> np.ndarray:
-    """Whole-episode plan [T, 14] for a Scene 1 pickup or relation placement."""
-    arm = task.arm
-    planner = ArmPlanner(arm, state[arm_slice(arm)])
-    home_q = planner.q.copy()
-    src = world.objects[task.source]
-    grasp_point = src.pos.copy()
-    tilt, yaw = planner.choose_grasp(grasp_point, grasp_yaws(src.quat, src.shape))
-    R = planner.grasp_rotation(grasp_point, tilt, yaw)
-
-    planner.move_to_pose(grasp_point + [0, 0, HOVER], R, ticks=25)
-    planner.line_to(grasp_point, R, ticks=15)
-    planner.set_gripper(contract.GRIPPER_CLOSED, dwell=8)
-    planner.line_to(grasp_point + [0, 0, HOVER], R, ticks=15)
-
-    if task.anchor is not None:
-        place_xy = place_point(world, task.source, task.anchor, task.relation)
-        place = np.array([*place_xy, grasp_point[2] + 0.004])
-        tilt_p, _ = planner.choose_grasp(place, [yaw])
-        R_place = planner.grasp_rotation(place, tilt_p, yaw)
-        planner.move_to_pose(place + [0, 0, HOVER], R_place, ticks=25)
-        planner.line_to(place, R_place, ticks=15)
-        planner.set_gripper(contract.GRIPPER_OPEN, dwell=8)
-        planner.line_to(place + [0, 0, HOVER], R_place, ticks=12)
-
-    planner.move_joints(home_q, ticks=30)
-    plan = np.tile(state, (len(planner.targets), 1))
-    plan[:, arm_slice(arm)] = np.array(planner.targets)
-    return plan
-
-
-class OraclePolicy(PolicyBackend):
-    """Privileged scripted expert; knows every Scene 1 task type."""
-
-    needs_world_state = True
-
-    def __init__(self, chunk_size: int = 50, control_period: float = 0.06):
-        self.chunk_size = chunk_size
-        self.control_period = control_period
-        self.task: TaskSpec | None = None
-        self.plan: np.ndarray | None = None
-        self.plan_start = 0.0  # observation stamp the plan starts from
-
-    def reset(self) -> None:
-        self.plan = None
-
-    def set_instruction(self, instruction: str, task: dict | None = None) -> None:
-        if task is None:
-            raise ValueError("the oracle needs the privileged task spec, not only the instruction")
-        self.task = TaskSpec.from_dict(task)
-        self.reset()
-
-    def predict(self, observation: Observation) -> np.ndarray:
-        if self.task is None:
-            raise RuntimeError("set_instruction() must be called before predict()")
-        if observation.world is None:
-            raise ValueError("the oracle needs the privileged world state in the observation")
-        if self.plan is None:
-            self.plan, self.plan_start = self._plan(observation), observation.stamp
-        # index the plan by time, so it also holds when the sim runs in real time and
-        # observations come more often than once per chunk
-        cursor = int(round((observation.stamp - self.plan_start) / self.control_period))
-        chunk = self.plan[cursor:cursor + self.chunk_size]
-        if len(chunk) < self.chunk_size:  # plan finished: hold the last pose
-            last = self.plan[-1] if len(self.plan) else observation.state
-            chunk = np.vstack([chunk, np.tile(last, (self.chunk_size - len(chunk), 1))])
-        return chunk
-
-    def _plan(self, observation: Observation) -> np.ndarray:
-        if self.task.scene != "scene1":
-            raise NotImplementedError(f"the oracle does not know {self.task.scene} yet")
-        state = np.asarray(observation.state, float).copy()
-        for arm in contract.ARMS:  # command what the arm is at; grippers start open
-            state[contract.GRIPPER_INDEX[arm]] = contract.GRIPPER_OPEN
-        return plan_scene1(self.task, observation.world, state)

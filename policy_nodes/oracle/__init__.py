@@ -1,0 +1,66 @@
+"""Scripted expert ("oracle"): reads the privileged world state and the task spec, plans the
+whole episode with inverse kinematics and motion primitives, and serves it chunk by chunk.
+One planning module per scene; `OraclePolicy` dispatches on the task's scene."""
+from __future__ import annotations
+
+from importlib import import_module
+
+import numpy as np
+
+from vla_bridge import contract
+from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+from vla_bridge.policy_nodes.oracle.primitives import PlanningError
+from vla_bridge.tasks import TaskSpec
+
+__all__ = ["OraclePolicy", "PlanningError", "PLANNERS"]
+
+#: scene -> "module:function" returning the whole-episode plan [T, 14]
+PLANNERS = {"scene1": "vla_bridge.policy_nodes.oracle.scene1:plan_scene1"}
+
+
+class OraclePolicy(PolicyBackend):
+    """Privileged scripted expert."""
+
+    needs_world_state = True
+
+    def __init__(self, chunk_size: int = 50, control_period: float = 0.06):
+        self.chunk_size = chunk_size
+        self.control_period = control_period
+        self.task: TaskSpec | None = None
+        self.plan: np.ndarray | None = None
+        self.plan_start = 0.0  # observation stamp the plan starts from
+
+    def reset(self) -> None:
+        self.plan = None
+
+    def set_instruction(self, instruction: str, task: dict | None = None) -> None:
+        if task is None:
+            raise ValueError("the oracle needs the privileged task spec, not only the instruction")
+        self.task = TaskSpec.from_dict(task)
+        self.reset()
+
+    def predict(self, observation: Observation) -> np.ndarray:
+        if self.task is None:
+            raise RuntimeError("set_instruction() must be called before predict()")
+        if observation.world is None:
+            raise ValueError("the oracle needs the privileged world state in the observation")
+        if self.plan is None:
+            self.plan, self.plan_start = self._plan(observation), observation.stamp
+        # index the plan by time, so it also holds when the sim runs in real time and
+        # observations come more often than once per chunk
+        cursor = int(round((observation.stamp - self.plan_start) / self.control_period))
+        chunk = self.plan[cursor:cursor + self.chunk_size]
+        if len(chunk) < self.chunk_size:  # plan finished: hold the last pose
+            last = self.plan[-1] if len(self.plan) else observation.state
+            chunk = np.vstack([chunk, np.tile(last, (self.chunk_size - len(chunk), 1))])
+        return chunk
+
+    def _plan(self, observation: Observation) -> np.ndarray:
+        if self.task.scene not in PLANNERS:
+            raise NotImplementedError(f"the oracle has no planner for {self.task.scene} yet "
+                                      f"(known: {sorted(PLANNERS)})")
+        module, function = PLANNERS[self.task.scene].split(":")
+        state = np.asarray(observation.state, float).copy()
+        for arm in contract.ARMS:  # command what the arm is at; grippers start open
+            state[contract.GRIPPER_INDEX[arm]] = contract.GRIPPER_OPEN
+        return getattr(import_module(module), function)(self.task, observation.world, state)
