@@ -14,7 +14,7 @@ from vla_bridge import contract
 from vla_bridge.kinematics import GRIPPER_OPENING_M
 from vla_bridge.scenes import load_scene, sample_layout
 from vla_bridge.sim_nodes.backend import CameraModel, SimBackend
-from vla_bridge.sim_nodes.mujoco_model import FINGER_TRAVEL, build_mjcf
+from vla_bridge.sim_nodes.mujoco_model import FINGER_TRAVEL, build_mjcf, fixture_size
 from vla_bridge.workcell import home_command
 from vla_bridge.world import ObjectState, TcpState, WorldState
 
@@ -39,11 +39,12 @@ class MujocoBackend(SimBackend):
         self._t0 = 0.0
 
     # ------------------------------------------------------------------ model building
-    def _build(self, objects, spawn: dict[str, np.ndarray]) -> None:
-        xml = build_mjcf(objects, spawn, timestep=self.timestep)
+    def _build(self, objects, fixtures, spawn: dict[str, np.ndarray]) -> None:
+        xml = build_mjcf(objects, spawn, timestep=self.timestep, fixtures=fixtures)
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._object_specs = list(objects)
+        self._fixture_specs = list(fixtures)
         self._index_model()
         if self._renderer is not None:
             self._renderer.close()
@@ -58,24 +59,34 @@ class MujocoBackend(SimBackend):
             self._finger_qadr[arm] = [m.jnt_qposadr[m.joint(f"{arm}_finger_{s}").id] for s in "ab"]
             self._finger_act[arm] = [m.actuator(f"{arm}_finger_{s}").id for s in "ab"]
             self._tcp_site[arm] = m.site(f"{arm}_tcp").id
-        self._objects = {}
+        # name -> (body id, qpos address or None when fixed, world-state size, rgba, shape)
+        self._bodies = {}
+        for fx in self._fixture_specs:
+            joint = m.body(fx.name).jntadr[0]
+            rgba = np.append(fx.rgb if fx.rgb else (0.7, 0.7, 0.7), 1.0)
+            self._bodies[fx.name] = (m.body(fx.name).id, m.jnt_qposadr[joint] if joint >= 0 else None,
+                                     fixture_size(fx), rgba, "cylinder" if fx.kind == "bowl" else "box")
         for obj in self._object_specs:
-            body = m.body(obj.name).id
-            geom = m.geom(obj.name).id
-            self._objects[obj.name] = (body, geom, m.jnt_qposadr[m.joint(obj.name).id], obj)
+            self._bodies[obj.name] = (m.body(obj.name).id, m.jnt_qposadr[m.joint(obj.name).id],
+                                      np.asarray(obj.full_size, float), np.append(obj.rgb, 1.0),
+                                      "box" if obj.shape == "cube" else obj.shape)
 
     # ------------------------------------------------------------------ protocol
     def reset(self, scene: str, layout: str, seed: int) -> None:
         spec = load_scene(scene)
         spawn = sample_layout(spec, layout, seed)
         objects = spec.layout_objects(layout)
-        model_key = (scene, tuple(o.name for o in objects))
-        if model_key != self._model_key:  # one compiled model per scene object set
-            self._build(objects, spawn)
+        fixtures = [spec.fixtures[name] for name in spawn if name in spec.fixtures]
+        model_key = (scene, tuple(o.name for o in objects), tuple(f.name for f in fixtures))
+        if model_key != self._model_key:  # one compiled model per scene body set
+            self._build(objects, fixtures, spawn)
             self._model_key = model_key
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)
-        for name, (_, _, qadr, _) in self._objects.items():
+        for name, (body, qadr, *_rest) in self._bodies.items():
+            if qadr is None:  # a fixed fixture: its pose is compiled in
+                m.body_pos[body] = spawn[name]
+                continue
             d.qpos[qadr:qadr + 3] = spawn[name]
             d.qpos[qadr + 3:qadr + 7] = (1.0, 0.0, 0.0, 0.0)
         home = home_command()
@@ -121,13 +132,11 @@ class MujocoBackend(SimBackend):
     def world_state(self) -> WorldState:
         d = self.data
         objects = {}
-        for name, (body, geom, _, spec) in self._objects.items():
+        for name, (body, _, size, rgba, shape) in self._bodies.items():
             quat = np.empty(4)
             mujoco.mju_mat2Quat(quat, d.xmat[body])
             objects[name] = ObjectState(name=name, pos=d.xpos[body].copy(), quat=quat,
-                                        size=np.asarray(spec.full_size, float),
-                                        rgba=np.append(spec.rgb, 1.0),
-                                        shape="box" if spec.shape == "cube" else spec.shape)
+                                        size=size, rgba=rgba, shape=shape)
         tcp = {}
         for arm, site in self._tcp_site.items():
             quat = np.empty(4)

@@ -113,9 +113,63 @@ def object_xml(obj, xyz) -> str:
             f'rgba="{_v(rgba)}"/></body>')
 
 
+#: Bowl geometry is not given by the benchmark (RoboTwin mesh assets); ours is a dish whose rim
+#: radius scales with the asset scale so the two Scene 2 bowls (9 cm apart) do not overlap.
+BOWL_RIM_RADIUS_PER_SCALE = 0.0635
+BOWL_WALL_HEIGHT = 0.028
+BOWL_WALL_SEGMENTS = 16
+BOWL_COLOURS = {"green": (0.1, 0.65, 0.2), "yellow": (0.95, 0.8, 0.1)}
+
+
+def bowl_radius(fixture) -> float:
+    return BOWL_RIM_RADIUS_PER_SCALE * float(fixture.mesh.get("scale", 0.8))
+
+
+def fixture_size(fixture) -> np.ndarray:
+    """Full extent used in the world state (bowls: rim diameter x wall height)."""
+    if fixture.kind == "bowl":
+        r = bowl_radius(fixture)
+        return np.array([2 * r, 2 * r, BOWL_WALL_HEIGHT])
+    return np.asarray(fixture.full_size, float)
+
+
+def bowl_geoms(fixture, rgba: str) -> str:
+    """A dish: a thin bottom disk and a ring of outward-leaning wall plates. The body origin
+    sits 2 cm above the table (RoboFollow's bowl pose height); the bottom rests on the table."""
+    r_top = bowl_radius(fixture)
+    r_bottom = 0.8 * r_top
+    z0 = -(fixture.center_z_above_table or 0.02)  # table surface in the body frame
+    geoms = [f'<geom type="cylinder" size="{r_bottom:.4f} 0.002" pos="0 0 {z0 + 0.002:.4f}" rgba="{rgba}"/>']
+    lean = np.arctan2(r_top - r_bottom, BOWL_WALL_HEIGHT)
+    half_width = np.pi * r_top / BOWL_WALL_SEGMENTS * 1.05
+    for k in range(BOWL_WALL_SEGMENTS):
+        a = 2 * np.pi * k / BOWL_WALL_SEGMENTS
+        r_mid = (r_top + r_bottom) / 2
+        pos = (r_mid * np.cos(a), r_mid * np.sin(a), z0 + BOWL_WALL_HEIGHT / 2)
+        # plate normal points outward along a, leaning out by `lean`
+        geoms.append(f'<geom type="box" size="0.002 {half_width:.4f} {BOWL_WALL_HEIGHT / 2 / np.cos(lean):.4f}" '
+                     f'pos="{_v(pos)}" euler="0 {-lean:.4f} {a:.4f}" rgba="{rgba}"/>')
+    return "".join(geoms)
+
+
+def fixture_xml(fixture, xyz) -> str:
+    """A bowl (static, or free with a small mass) or a label (static thin plate)."""
+    name = fixture.name
+    if fixture.kind == "bowl":
+        colour = next((c for key, c in BOWL_COLOURS.items() if key in name), (0.7, 0.7, 0.7))
+        rgba = _v(list(colour) + [1.0])
+        joint = "" if fixture.static else f'<freejoint name="{name}"/><inertial pos="0 0 -0.01" mass="0.15" diaginertia="2e-4 2e-4 3e-4"/>'
+        return f'<body name="{name}" pos="{_v(xyz)}">{joint}{bowl_geoms(fixture, rgba)}</body>'
+    rgba = _v(list(fixture.rgb or (0.8, 0.8, 0.8)) + [1.0])
+    half = np.asarray(fixture.half_extents, float)
+    return (f'<body name="{name}" pos="{_v(xyz)}"><geom type="box" size="{_v(half)}" '
+            f'rgba="{rgba}" friction="1 0.005 0.0001"/></body>')
+
+
 def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] | None = None,
-               timestep: float = 0.002) -> str:
-    """Full MJCF: floor, table, both arms, the scene objects at `spawn`, cameras, actuators."""
+               timestep: float = 0.002, fixtures=()) -> str:
+    """Full MJCF: floor, table, both arms, fixtures (bowls, labels) and the scene objects at
+    `spawn`, cameras, actuators."""
     kin_data = load_piper_data()
     cameras = cameras or default_cameras()
     act = kin_data["actuation"]
@@ -160,6 +214,7 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
   <geom name="table" type="box" size="{_v(table_half)}" pos="0 -0.1 {TABLE_TOP_Z / 2}" material="table" friction="1 0.005 0.0001"/>
   {"".join(f'<camera name="{c.name}" fovy="{c.fovy_deg}" pos="{_v(c.pos)}" xyaxes="{_v(c.xyaxes)}"/>' for c in world_cams)}
   {arms}
+  {"".join(fixture_xml(f, spawn[f.name]) for f in fixtures)}
   {"".join(object_xml(o, spawn[o.name]) for o in objects)}
 </worldbody>
 <actuator>

@@ -94,3 +94,25 @@ def test_camera_model_projects_objects_onto_their_pixels(backend):
         expected = obj.rgba[:3]
         # the dominant colour channels at the projected pixel are the object's
         assert np.argmax(pixel) in np.flatnonzero(expected == expected.max()), (name, pixel)
+
+
+@pytest.mark.parametrize("scene, layout", [("scene2", "default"), ("scene3", "default"),
+                                           ("scene4", "scene4.1"), ("scene4", "scene4.3")])
+def test_every_scene_family_builds_with_fixtures_and_stacks(backend, scene, layout):
+    """Bowls and labels are in the world state; stacked and in-bowl objects rest on their
+    support after settling, at the layout's xy."""
+    from vla_bridge.scenes import load_scene, sample_layout
+    spec = load_scene(scene)
+    backend.reset(scene, layout, 3)
+    world = backend.world_state().objects
+    spawn = sample_layout(spec, layout, 3)
+    assert set(world) == set(spawn)
+    for p in spec.layout(layout).placements:
+        pos = world[p.name].pos
+        assert np.linalg.norm(pos[:2] - spawn[p.name][:2]) < 0.01, p.name
+        if p.support:  # resting on top of its support
+            below = world[p.support]
+            gap = pos[2] - below.pos[2]
+            assert abs(gap - (spec.objects[p.name].half_z + spec.objects[p.support].half_z)) < 0.006
+        elif p.name in spec.objects and not p.container:  # on the table
+            assert abs(pos[2] - (0.74 + spec.objects[p.name].half_z)) < 0.004, p.name
