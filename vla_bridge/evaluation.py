@@ -76,6 +76,18 @@ class RunDirectory:
         })
         return [t for t in trials if trial_key(t) not in done]
 
+    def save_episode(self, trial: Trial, record, row: dict) -> str:
+        """episodes/<task>_r<round>.npz with the frames (re-scoring, replay videos); returns
+        its path relative to the run directory."""
+        from vla_bridge.recording import save_episode
+        relative = Path("episodes") / trial.task.scene / f"{trial.task.id}_r{trial.round}.npz"
+        (self.path / relative).parent.mkdir(parents=True, exist_ok=True)
+        meta = {k: row[k] for k in ("key", "task_id", "scene", "level", "round", "seed", "instruction")}
+        meta.update(layout=trial.task.layout, intent_score=row.get("intent_score"),
+                    exec_score=row.get("exec_score"), complete=row.get("complete"))
+        save_episode(self.path / relative, record, meta)
+        return str(relative)
+
     def append(self, row: dict) -> None:
         with open(self.results_path, "a") as f:
             f.write(json.dumps(row, separators=(",", ":")) + "\n")

@@ -36,7 +36,7 @@ class EvaluatorNode(Node):
     PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_seed": 42,
               "output": "runs/latest", "max_policy_calls": 10, "max_actions_per_call": 50,
               "resume": True, "empty_language": False, "episode_timeout": 300.0,
-              "discovery_timeout": 60.0}
+              "discovery_timeout": 60.0, "save_episodes": True}
 
     def __init__(self):
         super().__init__("evaluator_node")
@@ -141,6 +141,7 @@ class EvaluatorNode(Node):
             self.spin_until(lambda: len(self.frames) >= n, 10.0, f"all {n} recorded frames")
             record = self.build_record()
             self.sim_timing = self.sim_done.get("timing", {})
+            self.last_record = record
             return score_episode(trial.task, record), record.n, self.sim_done["calls"]
         finally:
             if self.context.ok():  # not after Ctrl-C has shut the context down
@@ -195,6 +196,8 @@ class EvaluatorNode(Node):
             row = result_row(trial, score, instruction=instruction, wall_s=time.monotonic() - t0,
                              frames=frames, policy_calls=calls, policy_latency_ms=self.latencies)
             row["sim_timing_s"] = self.sim_timing
+            if self.p["save_episodes"]:
+                row["episode_file"] = run_dir.save_episode(trial, self.last_record, row)
         except EpisodeFailed as exc:
             row = result_row(trial, None, status="failed", error=str(exc), instruction=instruction,
                              wall_s=time.monotonic() - t0)

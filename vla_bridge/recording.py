@@ -19,12 +19,14 @@ class EpisodeRecord:
     grip[arm]     (n,)      commanded normalised gripper, 1 = open, 0 = closed
     pos[obj]      (n, 3)    object centre positions
     quat[obj]     (n, 4)    object orientations (w, x, y, z)
+    commands      (n, D)    the executed joint targets (frame 0: the command at reset)
     """
     tcp_pos: dict[str, np.ndarray]
     tcp_rot: dict[str, np.ndarray]
     grip: dict[str, np.ndarray]
     pos: dict[str, np.ndarray]
     quat: dict[str, np.ndarray] = field(default_factory=dict)
+    commands: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -40,6 +42,7 @@ class FrameRecorder:
         self._grip: dict[str, list] = {}
         self._pos: dict[str, list] = {}
         self._quat: dict[str, list] = {}
+        self._commands: list[np.ndarray] = []
         self.frames = 0
 
     def add(self, world, command: np.ndarray) -> None:
@@ -53,9 +56,37 @@ class FrameRecorder:
         for name, obj in world.objects.items():
             self._pos.setdefault(name, []).append(np.asarray(obj.pos, float))
             self._quat.setdefault(name, []).append(np.asarray(obj.quat, float))
+        self._commands.append(np.asarray(command, float))
         self.frames += 1
 
     def record(self) -> EpisodeRecord:
         stack = lambda d: {k: np.array(v) for k, v in d.items()}  # noqa: E731
         return EpisodeRecord(tcp_pos=stack(self._tcp_pos), tcp_rot=stack(self._tcp_rot),
-                             grip=stack(self._grip), pos=stack(self._pos), quat=stack(self._quat))
+                             grip=stack(self._grip), pos=stack(self._pos), quat=stack(self._quat),
+                             commands=np.array(self._commands))
+
+
+def save_episode(path, record: EpisodeRecord, meta: dict) -> None:
+    """Write a record (and JSON-able `meta`: task, seed, scores...) as one compressed .npz, so
+    an episode can be re-scored or replayed in the simulator to render a video later."""
+    import json
+    arrays = {"commands": record.commands if record.commands is not None else np.zeros((0, 0)),
+              "meta": np.array(json.dumps(meta))}
+    for field_name in ("tcp_pos", "tcp_rot", "grip", "pos", "quat"):
+        for key, value in getattr(record, field_name).items():
+            arrays[f"{field_name}/{key}"] = value
+    np.savez_compressed(path, **arrays)
+
+
+def load_episode(path) -> tuple[EpisodeRecord, dict]:
+    """Inverse of save_episode: (record, meta)."""
+    import json
+    parts: dict[str, dict] = {k: {} for k in ("tcp_pos", "tcp_rot", "grip", "pos", "quat")}
+    with np.load(path) as data:
+        meta = json.loads(str(data["meta"]))
+        commands = data["commands"]
+        for key in data.files:
+            if "/" in key:
+                field_name, name = key.split("/", 1)
+                parts[field_name][name] = data[key]
+    return EpisodeRecord(**parts, commands=commands if commands.size else None), meta
