@@ -111,7 +111,10 @@ class PiperKinematics:
         frames = []
         for link, angle in zip(self.links, q):
             T = T @ link.origin
-            T = T @ transform(np.zeros(3), rot_z(angle))
+            c, s = np.cos(angle), np.sin(angle)
+            # right-multiplying by a rotation about local z only mixes the first two columns
+            x, y = T[:3, 0].copy(), T[:3, 1].copy()
+            T[:3, 0], T[:3, 1] = c * x + s * y, c * y - s * x
             frames.append(T.copy())
         return frames
 
@@ -146,12 +149,13 @@ class PiperKinematics:
         """Geometric Jacobian (6, 6) of the TCP in the base frame, and the TCP transform."""
         frames = self.link_frames(q)
         T_tcp = frames[-1] @ self.link6_to_tcp
-        p = T_tcp[:3, 3]
-        J = np.zeros((6, 6))
-        for i, F in enumerate(frames):
-            z = F[:3, 2]
-            J[:3, i] = np.cross(z, p - F[:3, 3])
-            J[3:, i] = z
+        axes = np.array([F[:3, 2] for F in frames])  # (6, 3) joint axes
+        arms = T_tcp[:3, 3] - np.array([F[:3, 3] for F in frames])  # joint origin -> TCP
+        J = np.empty((6, 6))
+        J[0] = axes[:, 1] * arms[:, 2] - axes[:, 2] * arms[:, 1]  # z x r, all joints at once
+        J[1] = axes[:, 2] * arms[:, 0] - axes[:, 0] * arms[:, 2]
+        J[2] = axes[:, 0] * arms[:, 1] - axes[:, 1] * arms[:, 0]
+        J[3:] = axes.T
         return J, T_tcp
 
     def solve_ik(self, target: np.ndarray, q_init, *, iterations: int = 200,
@@ -162,14 +166,19 @@ class PiperKinematics:
         """
         q = self.clip(np.asarray(q_init, dtype=float).copy())
         R_goal, p_goal = target[:3, :3], target[:3, 3]
-        err_p = np.inf
-        for _ in range(iterations):
+        err_p, best = np.inf, np.inf
+        for i in range(iterations):
             J, T = self.jacobian(q)
             err_p_vec = p_goal - T[:3, 3]
             err_r_vec = rotation_error(T[:3, :3], R_goal)
             err_p, err_r = np.linalg.norm(err_p_vec), np.linalg.norm(err_r_vec)
             if err_p < pos_tol and err_r < rot_tol:
                 return q, True, err_p
+            if i % 20 == 19:  # stuck against a joint limit: stop early, it will not converge
+                total = err_p + 0.1 * err_r
+                if total > 0.98 * best:
+                    break
+                best = total
             e = np.concatenate([err_p_vec, 0.5 * err_r_vec])
             JJt = J @ J.T + damping ** 2 * np.eye(6)
             dq = J.T @ np.linalg.solve(JJt, e)
