@@ -194,7 +194,7 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
     return f"""<mujoco model="vla_bridge_piper_pair">
 <compiler angle="radian" autolimits="true"/>
 <option timestep="{timestep}" integrator="implicitfast" cone="elliptic" impratio="10"/>
-<visual><global offwidth="1280" offheight="960"/><quality shadowsize="1024"/>
+<visual><global offwidth="1280" offheight="960"/><quality shadowsize="0"/>
 <headlight ambient="0.45 0.45 0.45" diffuse="0.5 0.5 0.5"/></visual>
 <default>
   <joint damping="{act['damping']}" armature="{act['armature']}" frictionloss="{act['frictionloss']}"/>
@@ -209,7 +209,8 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
   <material name="table" rgba="0.62 0.5 0.38 1"/>
 </asset>
 <worldbody>
-  <light name="key" pos="0 -0.3 2.2" dir="0 0.1 -1" diffuse="0.6 0.6 0.6" castshadow="true"/>
+  <!-- no shadows: on a CPU renderer they cost 5x per image (26 ms vs 5 ms at 320x240) -->
+  <light name="key" pos="0 -0.3 2.2" dir="0 0.1 -1" diffuse="0.6 0.6 0.6" castshadow="false"/>
   <geom name="floor" type="plane" size="3 3 0.1" material="floor"/>
   <geom name="table" type="box" size="{_v(table_half)}" pos="0 -0.1 {TABLE_TOP_Z / 2}" material="table" friction="1 0.005 0.0001"/>
   {"".join(f'<camera name="{c.name}" fovy="{c.fovy_deg}" pos="{_v(c.pos)}" xyaxes="{_v(c.xyaxes)}"/>' for c in world_cams)}
