@@ -2,8 +2,8 @@
 
 Lock-step (default): after `start` the node publishes an observation (joint state + camera
 images with one stamp) and waits; each action chunk that answers that stamp is executed
-action by action (one tick each: /clock, joint_states, joint_commands, frames), then the
-next observation is published. The sim never advances without the action for the tick, so a
+action by action (one tick each: /clock, joint_states, joint_commands; the chunk's scoring
+frames follow in one message), then the next observation is published. The sim never advances without the action for the tick, so a
 seed gives the same episode whatever the machine load.
 
 Real time (`lock_step:=false`): the sim ticks on a wall-clock timer whether or not actions
@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
@@ -56,7 +57,8 @@ class SimNode(Node):
         self.episode: str | None = None
         self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
-        self.frame_layout = None  # reused frame layout (per-tick fast path)
+        self.frame_fields = None  # field layout of a frame row (fixed within an episode)
+        self.frame_rows: list = []  # frames not yet published
         self.queue: list[tuple[float, object]] = []  # real time: (due sim time, target)
         self.running = False
         self._make_io()
@@ -111,11 +113,13 @@ class SimNode(Node):
         self.pending_stamp_ns = None
         self.running = False
         self.queue = []
-        self.frame_layout = None  # the scene's bodies may differ from the last episode
+        self.frame_fields = None  # the scene's bodies may differ from the last episode
+        self.frame_rows = []
         self.timing = {"wait_s": 0.0, "step_s": 0.0, "publish_s": 0.0}  # where wall time goes
         budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
         self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget)
         self.publish_tick()
+        self.flush_frames()
         self.publish_world(self.now())
         self.status(C.STATUS_READY, tick=0, stamp=self.now())
 
@@ -129,11 +133,20 @@ class SimNode(Node):
         self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
         self.pub_cmd.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
         world = self.session.backend.world_state()
-        frame = ros_io.frame_msg(t, self.session.command, world, self.frame_layout)
-        self.frame_layout = frame.layout.dim  # same bodies all episode: reuse the layout
-        self.pub_frames.publish(frame)
+        if self.frame_fields is None:  # same bodies all episode
+            self.frame_fields = ros_io.frame_fields(len(self.session.command), world)
+        self.frame_rows.append(ros_io.frame_row(t, self.session.command, world))
+        if not self.lock_step:
+            self.flush_frames()
         if self.image_every_tick:
             self.publish_images(t)
+
+    def flush_frames(self) -> None:
+        """Publish the frames recorded since the last flush as one message (lock-step: one
+        per chunk, so the evaluator handles 10 messages an episode instead of 500)."""
+        if self.frame_rows:
+            self.pub_frames.publish(ros_io.frames_msg(np.array(self.frame_rows), self.frame_fields))
+            self.frame_rows = []
 
     def publish_world(self, t: float) -> None:
         world = self.session.backend.world_state()
@@ -186,6 +199,7 @@ class SimNode(Node):
             t1 = time.perf_counter()
             self.publish_tick()
             timing["publish_s"] += time.perf_counter() - t1
+        self.flush_frames()
         timing["step_s"] += time.perf_counter() - t0
         self.status(C.STATUS_CHUNK_DONE, tick=self.session.ticks, calls=self.session.calls)
         if self.session.done:

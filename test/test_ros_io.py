@@ -248,27 +248,30 @@ def test_json_round_trip_and_errors():
         ros_io.json_msg({"x": float("nan")})
 
 
-def test_frame_round_trip_and_layout_reuse():
+def test_frames_round_trip_in_batches():
     from vla_bridge.world import ObjectState, TcpState, WorldState
     world = WorldState(stamp=0.0, tcp={"left": TcpState(np.array([0.1, 0.2, 0.9]), np.array([1.0, 0, 0, 0])),
                                        "right": TcpState(np.array([-0.1, 0.2, 0.9]), np.array([0, 1.0, 0, 0]))},
                        objects={"cube": ObjectState("cube", np.array([0.0, -0.1, 0.76]),
                                                     np.array([0.7071, 0, 0, 0.7071]), np.full(3, 0.04))})
     command = np.arange(14, dtype=float) / 10
-    first = ros_io.frame_msg(3.25, command, world)
-    again = ros_io.frame_msg(3.31, command * 2, world, first.layout.dim)
-    for msg, stamp, cmd in ((first, 3.25, command), (again, 3.31, command * 2)):
-        t, got_cmd, got_world = ros_io.parse_frame(msg)
-        assert t == stamp and np.array_equal(got_cmd, cmd)
-        assert np.array_equal(got_world.tcp["right"].quat, [0, 1.0, 0, 0])
-        assert np.array_equal(got_world.objects["cube"].pos, [0.0, -0.1, 0.76])
-    labels = [d.label for d in first.layout.dim]
-    assert labels == ["stamp", "command", "tcp:left", "tcp:right", "obj:cube"]
+    fields = ros_io.frame_fields(14, world)
+    assert [f[0] for f in fields] == ["stamp", "command", "tcp:left", "tcp:right", "obj:cube"]
+    rows = np.array([ros_io.frame_row(3.25, command, world), ros_io.frame_row(3.31, command * 2, world)])
+    frames = ros_io.parse_frames(ros_io.frames_msg(rows, fields))
+    assert [f[0] for f in frames] == [3.25, 3.31]
+    assert np.array_equal(frames[1][1], command * 2)
+    assert np.array_equal(frames[0][2].tcp["right"].quat, [0, 1.0, 0, 0])
+    assert np.array_equal(frames[1][2].objects["cube"].pos, [0.0, -0.1, 0.76])
 
 
-def test_frame_with_inconsistent_layout_is_rejected():
+def test_frames_with_inconsistent_layout_are_rejected():
     from vla_bridge.world import WorldState
-    msg = ros_io.frame_msg(1.0, np.zeros(14), WorldState(0.0, {}, {}))
+    world = WorldState(0.0, {}, {})
+    fields = ros_io.frame_fields(14, world)
+    with pytest.raises(ValueError, match="fields describe 15"):
+        ros_io.frames_msg(np.zeros((2, 14)), fields)
+    msg = ros_io.frames_msg(np.zeros((2, 15)), fields)
     msg.data = msg.data[:-1]
-    with pytest.raises(ValueError, match="layout describes 15"):
-        ros_io.parse_frame(msg)
+    with pytest.raises(ValueError, match="describes 2 x 15"):
+        ros_io.parse_frames(msg)

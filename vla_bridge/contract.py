@@ -27,11 +27,12 @@ Conventions
   centre pose in the world frame. The TCP's local +x axis is the gripper approach axis.
 * World state is published at episode start and with every observation (same stamp as the
   images), which is all a privileged policy or a viewer needs.
-* Frames: every tick the sim/robot node publishes the scoring record on ``frames``
-  (``std_msgs/Float64MultiArray``): ``layout.dim`` lists the fields in order, each with a
-  ``label`` and ``size``: ``stamp`` (1, seconds), ``command`` (the executed joint target,
-  contract order), then ``tcp:<arm>`` and ``obj:<name>`` poses (7: x, y, z, qw, qx, qy, qz).
-  One flat message per tick keeps the per-tick cost of the bridge near zero.
+* Frames: the sim/robot node records the scoring record of every tick and publishes it on
+  ``frames`` (``std_msgs/Float64MultiArray``): ``layout.dim[0]`` is ``ticks`` (rows in this
+  message), the following dims name the fields of a row in order, each with a ``label`` and
+  ``size``: ``stamp`` (1, seconds), ``command`` (the executed joint target, contract order),
+  then ``tcp:<arm>`` and ``obj:<name>`` poses (7: x, y, z, qw, qx, qy, qz). Lock-step sends
+  one message per executed chunk, real time one per tick: flat rows keep the bridge cheap.
 * Episode control (evaluator <-> sim/robot/policy) uses ``std_msgs/String`` carrying JSON,
   so the graph needs no custom interface package.
 """
@@ -101,7 +102,7 @@ TOPIC_JOINT_COMMANDS = "/joint_commands"  # sensor_msgs/JointState (target being
 TOPIC_ACTION_CHUNK = f"{NS}/action_chunk"  # trajectory_msgs/JointTrajectory
 TOPIC_INSTRUCTION = f"{NS}/instruction"  # std_msgs/String, latched
 TOPIC_WORLD_STATE = f"{NS}/world_state"  # visualization_msgs/MarkerArray, per observation
-TOPIC_FRAMES = f"{NS}/frames"  # std_msgs/Float64MultiArray, one per tick (scoring record)
+TOPIC_FRAMES = f"{NS}/frames"  # std_msgs/Float64MultiArray, batches of per-tick scoring records
 TOPIC_EPISODE_CONTROL = f"{NS}/episode/control"  # std_msgs/String JSON, evaluator -> all
 TOPIC_EPISODE_STATUS = f"{NS}/episode/status"  # std_msgs/String JSON, sim/robot -> evaluator
 TOPIC_POLICY_STATUS = f"{NS}/policy/status"  # std_msgs/String JSON, policy -> evaluator

@@ -8,6 +8,7 @@ if a node is gone entirely the run stops with a clear error instead of hanging.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -55,7 +56,8 @@ class EvaluatorNode(Node):
         self.sim_ready = self.policy_ready = False
         self.sim_done: dict | None = None
         self.error: str | None = None
-        self.frames: list = []  # this episode's frame messages, in arrival (= tick) order
+        self.frames: list = []  # this episode's frames messages (parsed after the episode)
+        self.frame_count = 0
         self.episode_start: float | None = None
         self.latencies: list[float] = []
         self.last_progress = time.monotonic()
@@ -90,8 +92,9 @@ class EvaluatorNode(Node):
             self.error = f"policy: {status.get('message')}"
 
     def on_frame(self, msg: Float64MultiArray) -> None:
-        if self.episode is not None:  # parsed after the episode, off the control path
+        if self.episode is not None and msg.layout.dim:  # parsed after the episode
             self.frames.append(msg)
+            self.frame_count += msg.layout.dim[0].size
             self.last_progress = time.monotonic()
 
     # ------------------------------------------------------------------ waiting
@@ -111,6 +114,17 @@ class EvaluatorNode(Node):
             raise GraphBroken("the sim/robot node is gone (nobody publishes episode status)")
         if self.count_publishers(C.TOPIC_ACTION_CHUNK) == 0:
             raise GraphBroken("the policy node is gone (nobody publishes action chunks)")
+        self.check_single_graph()
+
+    def check_single_graph(self) -> None:
+        """Two graphs on one ROS domain would mix their frames and observations."""
+        sims = self.count_publishers(C.TOPIC_EPISODE_STATUS)
+        policies = self.count_publishers(C.TOPIC_ACTION_CHUNK)
+        evaluators = self.count_publishers(C.TOPIC_EPISODE_CONTROL)
+        if sims > 1 or policies > 1 or evaluators > 1:
+            raise GraphBroken(f"another graph shares ROS_DOMAIN_ID {os.environ.get('ROS_DOMAIN_ID', '0')} "
+                              f"({sims} sim/robot nodes, {policies} policy nodes, {evaluators} "
+                              "evaluators): give each run its own ROS_DOMAIN_ID")
 
     def wait_for_graph(self) -> None:
         deadline = time.monotonic() + self.p["discovery_timeout"]
@@ -119,6 +133,7 @@ class EvaluatorNode(Node):
             if (self.count_subscribers(C.TOPIC_EPISODE_CONTROL) >= 2
                     and self.count_publishers(C.TOPIC_EPISODE_STATUS) >= 1
                     and self.count_publishers(C.TOPIC_ACTION_CHUNK) >= 1):
+                self.check_single_graph()
                 return
         raise GraphBroken(f"no sim and policy node appeared within {self.p['discovery_timeout']:.0f} s "
                           f"(is the graph launched on the same ROS_DOMAIN_ID?)")
@@ -138,7 +153,7 @@ class EvaluatorNode(Node):
             self.send(C.CONTROL_START)
             self.spin_until(lambda: self.sim_done is not None, timeout, "the episode to finish")
             n = self.sim_done["ticks"] + 1
-            self.spin_until(lambda: len(self.frames) >= n, 10.0, f"all {n} recorded frames")
+            self.spin_until(lambda: self.frame_count >= n, 10.0, f"all {n} recorded frames")
             record = self.build_record()
             self.sim_timing = self.sim_done.get("timing", {})
             self.last_record = record
@@ -153,7 +168,7 @@ class EvaluatorNode(Node):
 
     def build_record(self):
         """Frames of this episode (stamps from the sim's ready stamp on), in tick order."""
-        parsed = sorted((ros_io.parse_frame(m) for m in self.frames), key=lambda f: f[0])
+        parsed = sorted((f for m in self.frames for f in ros_io.parse_frames(m)), key=lambda f: f[0])
         parsed = [f for f in parsed if f[0] >= self.episode_start - 1e-9]
         recorder = FrameRecorder()
         for _, command, world in parsed:

@@ -329,38 +329,53 @@ def refresh_world_state_msg(msg: MarkerArray, world: WorldState) -> MarkerArray:
 _FRAME_POSE = 7  # x, y, z, qw, qx, qy, qz
 
 
-def frame_layout(command_dim: int, world: WorldState) -> list[MultiArrayDimension]:
-    """Field list of a frame: stamp, command, then one pose per TCP and per object."""
+def frame_fields(command_dim: int, world: WorldState) -> list[tuple[str, int]]:
+    """Fields of one frame row: stamp, command, then one pose per TCP and per object."""
     fields = [("stamp", 1), ("command", command_dim)]
     fields += [(f"tcp:{arm}", _FRAME_POSE) for arm in world.tcp]
     fields += [(f"obj:{name}", _FRAME_POSE) for name in world.objects]
-    return [MultiArrayDimension(label=label, size=size, stride=size) for label, size in fields]
+    return fields
 
 
-def frame_msg(stamp_s: float, command: np.ndarray, world: WorldState,
-              layout: list[MultiArrayDimension] | None = None) -> Float64MultiArray:
-    """One tick's scoring record as std_msgs/Float64MultiArray (see contract TOPIC_FRAMES).
-
-    Pass the `layout` of the previous tick to skip rebuilding it (same bodies all episode)."""
+def frame_row(stamp_s: float, command: np.ndarray, world: WorldState) -> np.ndarray:
+    """One tick's scoring record as a flat row, in the order of frame_fields()."""
     poses = [np.concatenate([t.pos, t.quat]) for t in world.tcp.values()]
     poses += [np.concatenate([o.pos, o.quat]) for o in world.objects.values()]
-    data = np.concatenate([[stamp_s], np.asarray(command, float), *poses])
+    return np.concatenate([[stamp_s], np.asarray(command, float), *poses])
+
+
+def frames_msg(rows: np.ndarray, fields: list[tuple[str, int]]) -> Float64MultiArray:
+    """A batch of frame rows [k, F] as std_msgs/Float64MultiArray (see contract TOPIC_FRAMES):
+    dim[0] is ("ticks", k), the following dims name the fields of a row."""
+    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    width = sum(size for _, size in fields)
+    if rows.shape[1] != width:
+        raise ValueError(f"frame rows have {rows.shape[1]} values, the fields describe {width}")
     msg = Float64MultiArray()
-    msg.layout.dim = layout if layout is not None else frame_layout(len(command), world)
-    msg.data = _float64_array(data)
+    msg.layout.dim = [MultiArrayDimension(label="ticks", size=len(rows), stride=rows.size)]
+    msg.layout.dim += [MultiArrayDimension(label=label, size=size, stride=size) for label, size in fields]
+    msg.data = _float64_array(rows)
     return msg
 
 
-def parse_frame(msg: Float64MultiArray) -> tuple[float, np.ndarray, WorldState]:
-    """(stamp, executed command, world poses) from a frame message; sizes are not carried."""
+def parse_frames(msg: Float64MultiArray) -> list[tuple[float, np.ndarray, WorldState]]:
+    """[(stamp, executed command, world poses)] for every tick in a frames message."""
+    dims = list(msg.layout.dim)
+    if not dims or dims[0].label != "ticks":
+        raise ValueError("frames message must start with a 'ticks' dimension")
     data = np.frombuffer(msg.data, dtype=np.float64) if isinstance(msg.data, array.array) \
         else np.asarray(msg.data, dtype=np.float64)
-    expected = sum(d.size for d in msg.layout.dim)
-    if data.size != expected:
-        raise ValueError(f"frame has {data.size} values but its layout describes {expected}")
+    width = sum(d.size for d in dims[1:])
+    if data.size != dims[0].size * width:
+        raise ValueError(f"frames message has {data.size} values but its layout describes "
+                         f"{dims[0].size} x {width}")
+    return [_parse_row(row, dims[1:]) for row in data.reshape(dims[0].size, width)]
+
+
+def _parse_row(row: np.ndarray, dims) -> tuple[float, np.ndarray, WorldState]:
     stamp, command, objects, tcp, offset = 0.0, np.zeros(0), {}, {}, 0
-    for dim in msg.layout.dim:
-        values = data[offset:offset + dim.size]
+    for dim in dims:
+        values = row[offset:offset + dim.size]
         offset += dim.size
         kind, _, name = dim.label.partition(":")
         if dim.label == "stamp":
