@@ -27,7 +27,7 @@ SHAPE_NAMES = {mujoco.mjtGeom.mjGEOM_BOX: "box", mujoco.mjtGeom.mjGEOM_SPHERE: "
 
 class MujocoBackend(SimBackend):
     def __init__(self, control_period: float = 0.06, width: int = contract.IMAGE_WIDTH,
-                 height: int = contract.IMAGE_HEIGHT, timestep: float = 0.002,
+                 height: int = contract.IMAGE_HEIGHT, timestep: float = 0.004,
                  settle_seconds: float = 0.3):
         self.control_period = control_period
         self.width, self.height = width, height

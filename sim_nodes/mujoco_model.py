@@ -167,9 +167,29 @@ def fixture_xml(fixture, xyz) -> str:
 
 
 def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] | None = None,
-               timestep: float = 0.002, fixtures=()) -> str:
+               timestep: float = 0.002, fixtures=(), cue_objects=None) -> str:
     """Full MJCF: floor, table, both arms, fixtures (bowls, labels) and the scene objects at
-    `spawn`, cameras, actuators."""
+    `spawn`, cameras, actuators.
+
+    `cue_objects` (optional): scene-instantiated visual cues (LIBERO-VIFO section 4.2), each
+    with `name`, `texture` (PNG path), `pos`, `size` (full extents), `quat` (w, x, y, z) and
+    optionally `free` / `mass` (attributes or dict keys; `vla_bridge.cues.protocols.
+    scene_cue_objects` makes them): a thin box whose faces carry the texture, its top row
+    towards the box's local +y."""
+    cue_assets, cue_bodies = [], []
+    for cue in cue_objects or ():
+        def get(key, default=None, cue=cue):
+            return cue.get(key, default) if isinstance(cue, dict) else getattr(cue, key, default)
+        cname = get("name")
+        half = np.asarray(get("size"), float) / 2
+        cue_assets.append(f'<texture name="{cname}_tex" type="2d" file={quoteattr(str(get("texture")))}/>'
+                          f'<material name="{cname}_mat" texture="{cname}_tex" specular="0.1"/>')
+        free = bool(get("free", False))
+        joint = f'<freejoint name="{cname}"/>' if free else ""
+        mass = f' mass="{float(get("mass", 0.02))}"' if free else ""
+        cue_bodies.append(f'<body name="{cname}" pos="{_v(get("pos"))}" quat="{_v(get("quat", (1, 0, 0, 0)))}">'
+                          f'{joint}<geom name="{cname}" type="box" size="{_v(half)}" '
+                          f'material="{cname}_mat"{mass} friction="1 0.005 0.0001"/></body>')
     kin_data = load_piper_data()
     cameras = cameras or default_cameras()
     act = kin_data["actuation"]
@@ -201,12 +221,13 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
   <default class="arm_joint"><joint type="hinge" axis="0 0 1"/></default>
   <default class="link"><geom rgba="0.75 0.75 0.78 1" contype="0" conaffinity="0" group="1"/></default>
   <default class="pad"><geom rgba="0.15 0.15 0.15 1" friction="1.5 0.02 0.001" condim="6"
-    solref="0.004 1" solimp="0.95 0.99 0.001"/></default>
+    solref="0.008 1" solimp="0.95 0.99 0.001"/></default>
 </default>
 <asset>
   <texture name="grid" type="2d" builtin="checker" width="256" height="256" rgb1="0.35 0.37 0.4" rgb2="0.3 0.32 0.35"/>
   <material name="floor" texture="grid" texrepeat="8 8"/>
   <material name="table" rgba="0.62 0.5 0.38 1"/>
+  {"".join(cue_assets)}
 </asset>
 <worldbody>
   <!-- no shadows: on a CPU renderer they cost 5x per image (26 ms vs 5 ms at 320x240) -->
@@ -217,6 +238,7 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
   {arms}
   {"".join(fixture_xml(f, spawn[f.name]) for f in fixtures)}
   {"".join(object_xml(o, spawn[o.name]) for o in objects)}
+  {"".join(cue_bodies)}
 </worldbody>
 <actuator>
   {"".join(actuators)}
