@@ -70,6 +70,8 @@ register(Subcommand("tasks", "list, filter and dry-run the RoboFollow evaluation
                     _lazy("vla_bridge.task_cli", "add_arguments"), _lazy("vla_bridge.task_cli", "run")))
 register(Subcommand("bench", "benchmarks that print figures (overhead of the node graph)",
                     _lazy("vla_bridge.bench", "add_arguments"), _lazy("vla_bridge.bench", "run")))
+register(Subcommand("report", "tables with 95% intervals, paper numbers, plots and replay videos of a run",
+                    _lazy("vla_bridge.report", "add_arguments"), _lazy("vla_bridge.report", "run")))
 
 # -------------------------------------------------------------------------------- main
 
