@@ -4,6 +4,10 @@
 (separate processes over DDS) versus run directly in one process (same MuJoCo backend, same
 oracle, same scorer, images rendered at every policy call in both). The ratio is what the
 bridge costs.
+
+`vla-bridge bench throughput`: oracle trials per minute through the node graph on a sample
+of every scene and level the oracle can plan, and the projected wall time of the full
+5,540-trial RoboFollow protocol.
 """
 from __future__ import annotations
 
@@ -18,7 +22,9 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("which", choices=["overhead"], help="benchmark to run")
+    parser.add_argument("which", choices=["overhead", "throughput"], help="benchmark to run")
+    parser.add_argument("--per-level", type=int, default=2,
+                        help="throughput: tasks sampled per scene and level")
     parser.add_argument("--task", default="L0_place_yellow_block_1_behind_red_sphere")
     parser.add_argument("--episodes", type=int, default=4,
                         help="episodes per side; the first of each side is a warm-up")
@@ -47,7 +53,7 @@ def run_graph(task_id: str, episodes: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim",
-               "--tasks", task_id, "--levels", "", "--rounds", str(episodes),
+               "--tasks", task_id, "--rounds", str(episodes),
                "--output", str(out), "--resume", "false"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -83,5 +89,33 @@ def overhead(task_id: str, episodes: int) -> int:
     return 0
 
 
+def throughput(per_level: int) -> int:
+    from vla_bridge.policy_nodes.oracle import PLANNERS
+    from vla_bridge.tasks import load_suite
+
+    suite = load_suite()
+    sample = []
+    for scene in sorted(PLANNERS):
+        for level in ("L0", "L1", "L2", "L3"):
+            tasks = suite.eval_tasks(scenes=[scene], levels=[level])
+            step = max(1, len(tasks) // per_level)
+            sample += [t.id for t in tasks[::step][:per_level]]
+    print(f"throughput: {len(sample)} oracle trials through the node graph "
+          f"(scenes {', '.join(sorted(PLANNERS))})")
+    t0 = time.perf_counter()
+    rows = run_graph(",".join(sample), 1)
+    wall = time.perf_counter() - t0
+    per_trial = statistics.mean(r["wall_s"] for r in rows)
+    ok = sum(r["status"] == "ok" for r in rows)
+    print(f"episodes            : {len(rows)} ({ok} ok), {per_trial:.2f} s each in the evaluator, "
+          f"{wall:.1f} s wall incl. start-up")
+    print(f"trials per minute   : {60 / per_trial:.1f}")
+    full = 5540 * per_trial
+    print(f"full protocol       : 5,540 trials -> {full / 3600:.2f} h projected (target <= 2 h)")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.which == "throughput":
+        return throughput(args.per_level)
     return overhead(args.task, args.episodes)
