@@ -72,6 +72,7 @@ setup(
             "sim_node = vla_bridge.sim_nodes.sim_node:main",
             "policy_node = vla_bridge.policy_nodes.policy_node:main",
             "evaluator_node = vla_bridge.evaluator_node:main",
+            "piper_node = vla_bridge.robot_nodes.piper_node:main",
         ],
     },
 )

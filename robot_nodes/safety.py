@@ -1,0 +1,375 @@
+"""The safety filter in front of every PiPER command. Pure numpy, no rclpy, no SDK.
+
+One `SafetyFilter` per arm. Each command tick the node calls ``step(target, measured, now)``
+with the target it wants to send (7 values: six joints in rad, gripper opening 0..1) or None
+when it has no new target (the filter then keeps heading for the last valid target), and
+sends what comes back (or nothing when it returns None).
+
+Rules, in the order they apply (each returns a `SafetyEvent` naming the rule when it acts):
+
+``wrong_length`` / ``non_finite``
+    a target that is not 7 finite numbers is rejected whole, as if none had arrived.
+``joint_limit``
+    joints are clipped to the tightest of the SDK's and the model's ranges
+    (`PiperKinematics.limits`), shrunk by a margin, optionally tightened further by the file.
+``gripper_range``
+    the gripper opening is clipped to [gripper_min, gripper_max].
+``max_speed`` / ``max_step``
+    the joint step from the last command is scaled down (direction kept) so no joint moves
+    faster than its max speed over the time since the last command, nor more than max_step
+    in one command.
+``workspace``
+    the flange and the tool centre point, by the SDK's modified-DH forward kinematics placed
+    at the arm's mount (`workcell.MOUNTS`), must stay inside a world-frame box; a command
+    that would take them further outside is replaced by the last command (a command that
+    brings an outside arm back towards the box is allowed).
+``watchdog``
+    when no valid target has arrived for longer than watchdog_timeout_s, the arm holds where
+    it is measured (joints) with the last gripper command (so a grasp is kept) instead of
+    heading on for the last target.
+``estop`` / ``estop_latched`` / ``resume``
+    ``estop()`` latches: every later step returns None (send nothing) until ``resume()``,
+    which restarts from the measured position.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vla_bridge.kinematics import TCP_DEPTH, ArmMount, PiperKinematics
+from vla_bridge.paths import config_path
+from vla_bridge.workcell import MOUNTS
+
+DIM = 7  # six joints + gripper
+SAFETY_FILE = "piper_safety.yaml"
+
+RULE_LENGTH = "wrong_length"
+RULE_NON_FINITE = "non_finite"
+RULE_JOINT_LIMIT = "joint_limit"
+RULE_GRIPPER = "gripper_range"
+RULE_SPEED = "max_speed"
+RULE_STEP = "max_step"
+RULE_WORKSPACE = "workspace"
+RULE_WATCHDOG = "watchdog"
+RULE_ESTOP = "estop"
+RULE_ESTOP_LATCHED = "estop_latched"
+RULE_RESUME = "resume"
+
+
+@dataclass(frozen=True)
+class SafetyEvent:
+    rule: str
+    detail: str
+    arm: str = ""
+    stamp: float = 0.0
+
+    def __str__(self) -> str:
+        return f"[{self.arm}] {self.rule}: {self.detail}"
+
+
+@dataclass
+class SafetyOutput:
+    command: np.ndarray | None  # (7,) what to send, or None: send nothing
+    events: list[SafetyEvent] = field(default_factory=list)
+    holding: bool = False  # the watchdog (or a rejected target) is holding position
+
+    def rules(self) -> set[str]:
+        return {e.rule for e in self.events}
+
+
+@dataclass(frozen=True)
+class SafetyParams:
+    joint_limits: np.ndarray  # (6, 2) rad, effective (margin applied)
+    max_joint_speed: np.ndarray  # (6,) rad/s
+    max_step: float  # rad per command
+    gripper_min: float = 0.0
+    gripper_max: float = 1.0
+    workspace_check: bool = True
+    workspace_min: np.ndarray = field(default_factory=lambda: np.array([-0.70, -0.60, 0.755]))
+    workspace_max: np.ndarray = field(default_factory=lambda: np.array([0.70, 0.35, 1.30]))
+    watchdog_timeout_s: float = 0.5
+    tcp_depth: float = TCP_DEPTH
+
+    @classmethod
+    def from_dict(cls, d: dict, kin: PiperKinematics | None = None) -> SafetyParams:
+        """From the keys of config/piper_safety.yaml (missing keys take the defaults below)."""
+        kin = kin or PiperKinematics()
+        known = {"joint_limit_margin_rad", "joint_limits_rad", "max_joint_speed_rad_s",
+                 "max_step_rad", "gripper_min", "gripper_max", "workspace_check",
+                 "workspace_min_m", "workspace_max_m", "watchdog_timeout_s", "tcp_depth_m"}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown safety parameters {unknown}; known: {sorted(known)}")
+        margin = float(d.get("joint_limit_margin_rad", 0.02))
+        limits = kin.limits.copy()  # tightest of the SDK table and the model
+        extra = d.get("joint_limits_rad")
+        if extra:
+            extra = np.asarray(extra, dtype=float).reshape(6, 2)
+            limits[:, 0] = np.maximum(limits[:, 0], extra[:, 0])  # only ever tightens
+            limits[:, 1] = np.minimum(limits[:, 1], extra[:, 1])
+        limits = limits + np.array([margin, -margin])
+        if np.any(limits[:, 0] >= limits[:, 1]):
+            raise ValueError(f"joint limits are empty after the margin: {limits.tolist()}")
+        speed = np.broadcast_to(np.asarray(d.get("max_joint_speed_rad_s", 1.0), dtype=float),
+                                (6,)).copy()
+        wmin = np.asarray(d.get("workspace_min_m", [-0.70, -0.60, 0.755]), dtype=float)
+        wmax = np.asarray(d.get("workspace_max_m", [0.70, 0.35, 1.30]), dtype=float)
+        params = cls(joint_limits=limits, max_joint_speed=speed,
+                     max_step=float(d.get("max_step_rad", 0.1)),
+                     gripper_min=float(d.get("gripper_min", 0.0)),
+                     gripper_max=float(d.get("gripper_max", 1.0)),
+                     workspace_check=bool(d.get("workspace_check", True)),
+                     workspace_min=wmin, workspace_max=wmax,
+                     watchdog_timeout_s=float(d.get("watchdog_timeout_s", 0.5)),
+                     tcp_depth=float(d.get("tcp_depth_m", TCP_DEPTH)))
+        params.validate()
+        return params
+
+    def validate(self) -> None:
+        if np.any(self.max_joint_speed <= 0) or self.max_step <= 0:
+            raise ValueError("max_joint_speed_rad_s and max_step_rad must be positive")
+        if not 0.0 <= self.gripper_min < self.gripper_max <= 1.0:
+            raise ValueError(f"need 0 <= gripper_min < gripper_max <= 1, got "
+                             f"{self.gripper_min}, {self.gripper_max}")
+        if self.workspace_min.shape != (3,) or self.workspace_max.shape != (3,) or \
+                np.any(self.workspace_min >= self.workspace_max):
+            raise ValueError(f"workspace box needs 3 values each with min < max, got "
+                             f"{self.workspace_min.tolist()} .. {self.workspace_max.tolist()}")
+        if self.watchdog_timeout_s <= 0:
+            raise ValueError("watchdog_timeout_s must be positive")
+
+    def replace(self, **changes) -> SafetyParams:
+        values = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        values.update(changes)
+        params = SafetyParams(**values)
+        params.validate()
+        return params
+
+
+def read_safety_file(path: str | Path | None = None) -> dict:
+    """The safety mapping of a params file: plain keys, or under ``<node>: ros__parameters:
+    safety:`` (the ROS 2 params-file layout config/piper_safety.yaml uses)."""
+    import yaml
+
+    path = Path(path) if path else config_path(SAFETY_FILE)
+    with open(path) as f:
+        data = yaml.safe_load(f) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level")
+    for value in data.values():  # <node name>: {ros__parameters: {...}}
+        if isinstance(value, dict) and "ros__parameters" in value:
+            data = value["ros__parameters"] or {}
+            break
+    return dict(data.get("safety", data))
+
+
+def load_safety_params(path: str | Path | None = None) -> SafetyParams:
+    """Safety parameters from `path` (default: the package's config/piper_safety.yaml)."""
+    return SafetyParams.from_dict(read_safety_file(path))
+
+
+class SafetyFilter:
+    """Safety rules for one arm; see the module docstring."""
+
+    def __init__(self, arm: str, params: SafetyParams | None = None,
+                 kin: PiperKinematics | None = None, mount: ArmMount | None = None):
+        self.arm = arm
+        self.kin = kin or PiperKinematics()
+        self.params = params or SafetyParams.from_dict({}, self.kin)
+        self.mount = mount or MOUNTS[arm]
+        self._world_from_base = self.mount.world_from_base()
+        self.last_command: np.ndarray | None = None
+        self.last_command_time: float | None = None
+        self.last_input_time: float | None = None
+        self.last_target: np.ndarray | None = None  # last valid target, before the rules
+        self.holding = False
+        self._hold_target: np.ndarray | None = None
+        self.latched = False
+        self.latch_reason = ""
+        self.rejected_while_latched = 0
+
+    # ------------------------------------------------------------------ e-stop latch
+    def estop(self, reason: str = "emergency stop", now: float = 0.0) -> list[SafetyEvent]:
+        self.latched = True
+        self.latch_reason = reason
+        self.rejected_while_latched = 0
+        return [self._event(RULE_ESTOP, f"latched: {reason}; no command is sent until resume", now)]
+
+    def resume(self, measured=None, now: float = 0.0) -> list[SafetyEvent]:
+        """Release the latch; the next command starts from the measured position."""
+        was = self.latched
+        self.reset()
+        detail = (f"released after {self.rejected_while_latched} rejected targets "
+                  f"({self.latch_reason})" if was else "not latched")
+        self.latched = False
+        return [self._event(RULE_RESUME, detail, now)]
+
+    def reset(self) -> None:
+        """Forget the command history (after enabling or resuming)."""
+        self.last_command = None
+        self.last_command_time = None
+        self.last_input_time = None
+        self.last_target = None
+        self.holding = False
+        self._hold_target = None
+
+    # ------------------------------------------------------------------ the filter
+    def step(self, target, measured, now: float) -> SafetyOutput:
+        """The command to send for `target` (None: no new target) given the measured (7,)."""
+        events: list[SafetyEvent] = []
+        measured = np.asarray(measured, dtype=float)
+        if self.latched:
+            if target is not None:
+                self.rejected_while_latched += 1
+                events.append(self._event(RULE_ESTOP_LATCHED,
+                                          f"target rejected: {self.latch_reason}", now))
+            return SafetyOutput(None, events)
+
+        fresh = None
+        if target is not None:
+            fresh = self._validate(target, events, now)
+        if fresh is not None:
+            self.last_input_time = now
+            self.last_target = fresh.copy()
+            self.holding = False
+            candidate = fresh
+        else:
+            candidate = self._no_input(measured, now, events)
+            if candidate is None:
+                return SafetyOutput(None, events)
+
+        reference = self._reference(measured)
+        candidate = self._clip_limits(candidate, events, now)
+        candidate = self._limit_speed(candidate, reference, now, events)
+        candidate = self._check_workspace(candidate, reference, events, now)
+        self.last_command = candidate
+        self.last_command_time = now
+        return SafetyOutput(candidate.copy(), events, holding=self.holding)
+
+    def _validate(self, target, events, now) -> np.ndarray | None:
+        try:
+            arr = np.asarray(target, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            events.append(self._event(RULE_NON_FINITE, f"target is not numeric: {target!r}", now))
+            return None
+        if arr.shape != (DIM,):
+            events.append(self._event(
+                RULE_LENGTH, f"target has {arr.size} values, expected {DIM} "
+                             f"(joint1..6 in rad, gripper 0..1); rejected", now))
+            return None
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            events.append(self._event(
+                RULE_NON_FINITE, f"target has NaN/Inf at indices {np.flatnonzero(bad).tolist()}; "
+                                 f"rejected", now))
+            return None
+        return arr.copy()
+
+    def _no_input(self, measured, now, events) -> np.ndarray | None:
+        """What to aim for when no valid target arrived: the watchdog hold, else the last
+        valid target (a speed-limited move keeps going), else nothing."""
+        if self.last_input_time is not None and not self.holding and \
+                now - self.last_input_time > self.params.watchdog_timeout_s:
+            self.holding = True
+            gripper = self.last_command[6] if self.last_command is not None else measured[6]
+            self._hold_target = np.concatenate([measured[:6], [gripper]])
+            events.append(self._event(
+                RULE_WATCHDOG, f"no target for {now - self.last_input_time:.3f} s "
+                               f"(> {self.params.watchdog_timeout_s} s); holding the measured "
+                               f"position", now))
+        if self.holding:
+            return self._hold_target.copy()
+        if self.last_target is not None:
+            return self.last_target.copy()
+        return None  # never commanded: nothing to send
+
+    def _reference(self, measured) -> np.ndarray:
+        if self.last_command is not None:
+            return self.last_command
+        if measured.shape != (DIM,):
+            raise ValueError(f"measured state must have {DIM} values, got {measured.shape}")
+        return measured
+
+    def _clip_limits(self, cand, events, now) -> np.ndarray:
+        lim = self.params.joint_limits
+        clipped = cand.copy()
+        clipped[:6] = np.clip(cand[:6], lim[:, 0], lim[:, 1])
+        over = np.flatnonzero(clipped[:6] != cand[:6])
+        if over.size:
+            parts = [f"joint{i + 1} {cand[i]:+.4f} -> {clipped[i]:+.4f}" for i in over]
+            events.append(self._event(RULE_JOINT_LIMIT, "clipped " + ", ".join(parts), now))
+        g = min(max(cand[6], self.params.gripper_min), self.params.gripper_max)
+        if g != cand[6]:
+            events.append(self._event(RULE_GRIPPER, f"gripper {cand[6]:.4f} -> {g:.4f}", now))
+            clipped[6] = g
+        return clipped
+
+    def _limit_speed(self, cand, reference, now, events) -> np.ndarray:
+        delta = cand[:6] - reference[:6]
+        step_allow = np.full(6, self.params.max_step)
+        if self.last_command_time is not None:
+            dt = max(now - self.last_command_time, 0.0)
+            speed_allow = self.params.max_joint_speed * dt
+        else:
+            dt, speed_allow = None, np.full(6, np.inf)
+        allow = np.minimum(step_allow, speed_allow)
+        mag = np.abs(delta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(mag > 0, np.where(allow > 0, mag / allow, np.inf), 0.0)
+        worst = int(np.argmax(ratios))
+        ratio = float(ratios[worst])
+        if ratio <= 1.0 + 1e-12:
+            return cand
+        out = cand.copy()
+        out[:6] = reference[:6] + (delta / ratio if np.isfinite(ratio) else 0.0)
+        if speed_allow[worst] < step_allow[worst]:
+            speed = mag[worst] / dt if dt else np.inf
+            events.append(self._event(
+                RULE_SPEED, f"joint{worst + 1} asked {speed:.3f} rad/s over {dt:.4f} s "
+                            f"(max {self.params.max_joint_speed[worst]:.3f}); step scaled by "
+                            f"{1 / ratio:.3f}", now))
+        else:
+            events.append(self._event(
+                RULE_STEP, f"joint{worst + 1} step {mag[worst]:.4f} rad > max {self.params.max_step} "
+                           f"rad per command; step scaled by {1 / ratio:.3f}", now))
+        return out
+
+    # ------------------------------------------------------------------ workspace
+    def workspace_points(self, q) -> np.ndarray:
+        """(2, 3) world positions of the flange and the TCP for joints q (6,)."""
+        T = self._world_from_base @ self.kin.dh_flange(np.asarray(q, dtype=float)[:6])
+        tcp = T @ np.array([0.0, 0.0, self.params.tcp_depth, 1.0])
+        return np.stack([T[:3, 3], tcp[:3]])
+
+    def outside_distance(self, q) -> float:
+        """Summed distance (m) of the flange and TCP outside the workspace box (0 inside)."""
+        pts = self.workspace_points(q)
+        below = np.maximum(self.params.workspace_min - pts, 0.0)
+        above = np.maximum(pts - self.params.workspace_max, 0.0)
+        return float(np.linalg.norm(below + above, axis=1).sum())
+
+    def _check_workspace(self, cand, reference, events, now) -> np.ndarray:
+        if not self.params.workspace_check:
+            return cand
+        out_c = self.outside_distance(cand[:6])
+        if out_c <= 0.0:
+            return cand
+        out_r = self.outside_distance(reference[:6])
+        if out_c <= out_r + 1e-9:
+            return cand  # already outside and not getting worse: let it come back
+        pts = self.workspace_points(cand[:6])
+        which = ["flange", "tcp"]
+        where = "; ".join(f"{which[k]} at ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f})"
+                          for k, p in enumerate(pts))
+        events.append(self._event(
+            RULE_WORKSPACE, f"target leaves the box {self.params.workspace_min.tolist()}..."
+                            f"{self.params.workspace_max.tolist()} by {out_c:.3f} m ({where}); "
+                            f"joints kept at the last command", now))
+        out = reference.copy()
+        out[6] = cand[6]  # the gripper doesn't move the flange
+        return out
+
+    def _event(self, rule: str, detail: str, now: float) -> SafetyEvent:
+        return SafetyEvent(rule, detail, self.arm, now)
