@@ -6,6 +6,7 @@ have arrived (plus the world state for privileged backends such as the oracle).
 """
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 
@@ -18,6 +19,7 @@ from visualization_msgs.msg import MarkerArray
 from vla_bridge import contract as C
 from vla_bridge import ros_io
 from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.registry import make_policy
 
 KEEP_STAMPS = 64  # observation parts kept while waiting for the rest
@@ -28,15 +30,24 @@ class PolicyNode(Node):
         super().__init__("policy_node")
         p = {k: self.declare_parameter(k, v).value for k, v in
              {"backend": "oracle", "chunk_size": 50, "action_horizon": 50,
-              "control_period": 0.06, "image_source": "raw"}.items()}
+              "control_period": 0.06, "image_source": "raw", "follow": "language",
+              "temporal_ensemble": False, "async_inference": False}.items()}
+        # follow: which task a privileged backend plans ("language" or "cue", see the oracle)
         self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"],
-                                  control_period=p["control_period"])
+                                  control_period=p["control_period"], follow=p["follow"])
+        self._pass_cue_task = _accepts(self.policy.set_instruction, "cue_task")
         self.dt = p["control_period"]
         self.action_horizon = int(p["action_horizon"])  # actions executed per call
         self.episode: str | None = None
         self.calls = 0
         self.parts: dict[int, dict] = {}  # stamp_ns -> {"state":..., "images": {...}, "world":...}
         self._make_io(p["image_source"])
+        # chunk execution hook (vla_bridge.policy_nodes.chunking): action horizon, temporal
+        # ensembling, async inference with splicing, per-call latency breakdown
+        self.chunking = ChunkRunner(
+            self.policy, ChunkScheduler(self.dt, self.action_horizon, p["temporal_ensemble"],
+                                        p["async_inference"]),
+            self._publish_chunk, self.status, self.get_logger().error, p["async_inference"])
         self.get_logger().info(f"policy node ready: backend={p['backend']}")
 
     def _make_io(self, image_source: str) -> None:
@@ -65,10 +76,16 @@ class PolicyNode(Node):
         if ctl.get("kind") != C.CONTROL_BEGIN:
             return
         self.episode, self.calls, self.parts = ctl["episode"], 0, {}
-        try:
+
+        def prepare():
             self.policy.reset()
             task = ctl.get("task") if self.policy.needs_world_state else None
-            self.policy.set_instruction(ctl.get("instruction", ""), task)
+            extra = {}  # a visual-cue protocol's task, for privileged backends that take it
+            if self.policy.needs_world_state and self._pass_cue_task and ctl.get("cue_task"):
+                extra["cue_task"] = ctl["cue_task"]
+            self.policy.set_instruction(ctl.get("instruction", ""), task, **extra)
+        try:
+            self.chunking.begin_episode(ctl["episode"], prepare)
         except Exception as exc:
             self.status(C.STATUS_ERROR, message=f"policy reset failed: {exc}")
             return
@@ -85,6 +102,7 @@ class PolicyNode(Node):
         key, part = self._part(msg.header.stamp)
         part["state"] = msg
         part["stamp"] = msg.header.stamp
+        self.chunking.note_tick(key * 1e-9)
         self.maybe_predict(key)
 
     def on_world(self, msg: MarkerArray) -> None:
@@ -105,6 +123,7 @@ class PolicyNode(Node):
                     and (not self.policy.needs_world_state or "world" in part))
         if not complete or self.episode is None:
             return
+        t0 = time.perf_counter()
         del self.parts[key]
         for older in [k for k in self.parts if k < key]:  # nothing older can be needed now
             del self.parts[older]
@@ -112,23 +131,31 @@ class PolicyNode(Node):
         obs = Observation(state=ros_io.joint_state_to_array(part["state"], C.JOINT_NAMES),
                           images=part["images"], stamp=ros_io.stamp_to_sec(part["stamp"]),
                           world=ros_io.msg_to_world_state(world) if world is not None else None)
-        self.predict_and_publish(obs, part["stamp"])
+        self.predict_and_publish(obs, part["stamp"], time.perf_counter() - t0)
 
-    def predict_and_publish(self, obs: Observation, stamp) -> None:
-        t0 = time.perf_counter()
-        try:
-            chunk = C.validate_chunk(self.policy.predict(obs))[: self.action_horizon]
-        except Exception as exc:
-            self.get_logger().error(f"policy failed: {exc}")
-            self.status(C.STATUS_ERROR, message=f"policy failed: {exc}")
-            return
-        t1 = time.perf_counter()
+    def predict_and_publish(self, obs: Observation, stamp, preprocess_s: float = 0.0) -> None:
+        """Predict, validate, schedule and publish (in a worker thread when async_inference);
+        status `predicted` carries inference_ms, publish_ms and the latency breakdown."""
+        self.chunking.on_observation(obs, stamp, self.episode, preprocess_s)
+
+    def _publish_chunk(self, chunk, stamp) -> None:
         msg = ros_io.chunk_to_msg(chunk, C.JOINT_NAMES, 0.0, self.dt)
         msg.header.stamp = stamp
         self.pub_chunk.publish(msg)
-        self.calls += 1
-        self.status(C.STATUS_PREDICTED, call=self.calls, inference_ms=(t1 - t0) * 1e3,
-                    publish_ms=(time.perf_counter() - t1) * 1e3, horizon=int(len(chunk)))
+        self.calls = self.chunking.calls + 1
+
+    def close(self) -> None:
+        self.chunking.close()
+        getattr(self.policy, "close", lambda: None)()
+
+
+def _accepts(function, name: str) -> bool:
+    """True when ``function`` takes a keyword ``name`` (or **kwargs)."""
+    try:
+        params = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def main(args=None) -> int:

@@ -38,6 +38,8 @@ class EvaluatorNode(Node):
               "output": "runs/latest", "max_policy_calls": 10, "max_actions_per_call": 50,
               "resume": True, "empty_language": False, "episode_timeout": 300.0,
               "discovery_timeout": 60.0, "save_episodes": True}
+    # visual-cue protocols (LIBERO-VIFO): see the "visual-cue protocols" methods below
+    PARAMS = {**PARAMS, "cue_protocol": "", "cue_family": "", "cue_variant": ""}
 
     def __init__(self):
         super().__init__("evaluator_node")
@@ -50,6 +52,7 @@ class EvaluatorNode(Node):
         self.create_subscription(Float64MultiArray, C.TOPIC_FRAMES, self.on_frame, q(C.QOS_STATE))
         self.episode: str | None = None
         self._reset_episode_state()
+        self.cue_init()
 
     # ------------------------------------------------------------------ subscriptions
     def _reset_episode_state(self) -> None:
@@ -144,9 +147,10 @@ class EvaluatorNode(Node):
         self._reset_episode_state()
         budget = {"max_policy_calls": self.p["max_policy_calls"],
                   "max_actions_per_call": self.p["max_actions_per_call"]}
+        task = self.cue_begin_task(trial)  # trial.task unless a cue protocol says otherwise
         self.pub_instruction.publish(String(data=instruction))
-        self.send(C.CONTROL_BEGIN, task=trial.task.to_dict(), seed=trial.seed,
-                  instruction=instruction, **budget)
+        self.send(C.CONTROL_BEGIN, task=task.to_dict(), seed=trial.seed,
+                  instruction=instruction, **budget, **self.cue_begin_fields())
         timeout = self.p["episode_timeout"]
         try:
             self.spin_until(lambda: self.sim_ready and self.policy_ready, timeout, "sim and policy reset")
@@ -157,7 +161,7 @@ class EvaluatorNode(Node):
             record = self.build_record()
             self.sim_timing = self.sim_done.get("timing", {})
             self.last_record = record
-            return score_episode(trial.task, record), record.n, self.sim_done["calls"]
+            return score_episode(task, record), record.n, self.sim_done["calls"]
         finally:
             if self.context.ok():  # not after Ctrl-C has shut the context down
                 self.send(C.CONTROL_END)
@@ -185,10 +189,12 @@ class EvaluatorNode(Node):
     def run(self) -> int:
         trials = self.trials()
         run_dir = RunDirectory(self.p["output"])
+        self.cue_check_output(run_dir)
         todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]))
         log = self.get_logger()
         log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done -> {run_dir.path}")
         self.wait_for_graph()
+        self.cue_check_graph()
         t_run = time.monotonic()
         status = "finished"
         try:
@@ -200,11 +206,13 @@ class EvaluatorNode(Node):
         summary = summarize(run_dir.results())
         run_dir.finish(status, summary)
         print(format_table(summary), flush=True)
+        self.cue_finish(run_dir)
         print(f"results: {run_dir.path}", flush=True)
         return 0 if status == "finished" else 3
 
     def run_one(self, run_dir: RunDirectory, trial: Trial, i: int, total: int, t_run: float) -> None:
         instruction = "" if self.p["empty_language"] else trial.task.instruction
+        instruction = self.cue_prepare_trial(trial, instruction)  # a cue protocol's language
         t0 = time.monotonic()
         try:
             score, frames, calls = self.run_trial(trial, instruction)
@@ -216,14 +224,162 @@ class EvaluatorNode(Node):
         except EpisodeFailed as exc:
             row = result_row(trial, None, status="failed", error=str(exc), instruction=instruction,
                              wall_s=time.monotonic() - t0)
+        self.cue_annotate_row(row, trial, run_dir)
         run_dir.append(row)
         elapsed = time.monotonic() - t_run
         eta = elapsed / i * (total - i)
         outcome = (f"IS {row['intent_score']:.2f} ES {row['exec_score']:.2f} "
                    f"CR {'yes' if row['complete'] else 'no '}" if row["status"] == "ok"
                    else f"FAILED: {row['error']}")
-        print(f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome} "
-              f"({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)", flush=True)
+        print(f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
+              f"{self.cue_outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)", flush=True)
+
+    # ------------------------------------------------------------------ visual-cue protocols
+    # LIBERO-VIFO protocols (vla_bridge.cues.protocols): cue_protocol "" (off), original,
+    # authorized, conflict, no_language. The evaluator conditions the camera images with a
+    # CueOverlay (raw -> contract.cued_image_topic), sends each protocol's language, tells the
+    # nodes the cue's task ("cue_task" in begin), scores the episode against the language task
+    # (the row's usual scores) and the cue task (row["cue"]), and writes cue_metrics.json and
+    # cue_table.txt. The policy must read the cued images (policy_node image_source:=cued).
+    CUE_WAIT_S = 5.0  # how long to wait for the policy's subscription to the cued images
+    CUE_EXAMPLES = "cue_examples"  # raw | cued PNG per camera of the run's first cue episode
+
+    def cue_init(self) -> None:
+        from vla_bridge.cues.protocols import check_protocol, resolve_family_variant
+        self.cue_protocol = check_protocol(self.p["cue_protocol"])
+        self.cue_family = self.cue_variant = None
+        if self.cue_protocol and self.cue_protocol != "original":
+            self.cue_family, self.cue_variant = resolve_family_variant(
+                self.p["cue_family"], self.p["cue_variant"])
+        self.cue_overlay = None
+        self.cue_plan = None  # TrialCue of the running trial
+        self._cue_suite = None
+
+    def cue_attach_overlay(self) -> None:
+        if self.cue_overlay is None:
+            from vla_bridge.cues.ros_overlay import CueOverlay
+            self.cue_overlay = CueOverlay(self, C.CAMERAS)
+
+    def cue_check_graph(self) -> None:
+        """Attach the overlay when a protocol is on, or when someone reads the cued images
+        anyway (pass-through); a protocol that shows a cue to a policy reading raw images is
+        an error (its results would be the cue-free ones)."""
+        if self.cue_protocol:
+            self.cue_attach_overlay()
+
+        def readers() -> int:
+            return min(self.count_subscribers(C.cued_image_topic(c)) for c in C.CAMERAS)
+
+        deadline = time.monotonic() + (self.CUE_WAIT_S if self.cue_protocol else 0.3)
+        found = readers()
+        while not found and time.monotonic() < deadline:
+            rclpy.spin_once(self, timeout_sec=0.05)
+            found = readers()
+        if found:
+            self.cue_attach_overlay()  # also without a protocol: policy image_source:=cued
+        elif self.cue_protocol not in ("", "original"):
+            raise ValueError(f"cue_protocol {self.cue_protocol!r}: nobody subscribes to the cued "
+                             f"images ({C.cued_image_topic(C.CAMERAS[0])}, ...); launch the "
+                             "policy with image_source:=cued (--image_source cued)")
+
+    def cue_check_output(self, run_dir: RunDirectory) -> None:
+        """Resuming into a run directory of another protocol/family would mix metrics."""
+        if not self.p["resume"]:
+            return
+        want = (self.cue_protocol or None, self.cue_family, self.cue_variant)
+        for row in run_dir.results():
+            cue = row.get("cue") or {}
+            have = (cue.get("protocol"), cue.get("family"), cue.get("variant"))
+            if have != want:
+                raise ValueError(f"{run_dir.path} holds episodes of cue protocol {have} but this "
+                                 f"run is {want}; choose another output directory")
+
+    def cue_begin_task(self, trial: Trial):
+        return self.cue_plan.begin_task if self.cue_plan is not None else trial.task
+
+    def cue_begin_fields(self) -> dict:
+        plan = self.cue_plan
+        if plan is None:
+            return {}
+        fields = {"cue_protocol": plan.protocol}
+        if plan.cue_task is not None:
+            fields.update(cue_task=plan.cue_task.to_dict(), cue_family=plan.family,
+                          cue_variant=plan.variant)
+        return fields
+
+    def cue_prepare_trial(self, trial: Trial, instruction: str) -> str:
+        """Plan the trial's protocol, set the overlay's cue; returns the policy's language."""
+        self.cue_plan = None
+        if not self.cue_protocol:
+            if self.cue_overlay is not None:
+                self.cue_overlay.set_cue(None)
+            return instruction
+        from vla_bridge.cues.protocols import build_cue, plan_trial
+        if self._cue_suite is None:
+            self._cue_suite = load_suite()
+        candidates = self._cue_suite.eval_tasks(trial.task.scene)
+        plan = plan_trial(self.cue_protocol, trial.task, trial.seed, candidates,
+                          self.cue_family, self.cue_variant)
+        cue = (build_cue(plan.cue_task, plan.family, plan.variant, trial.seed)
+               if plan.cue_task is not None else None)
+        self.cue_overlay.set_cue(cue)
+        self.cue_plan = plan
+        return plan.language
+
+    def cue_annotate_row(self, row: dict, trial: Trial, run_dir: RunDirectory) -> None:
+        """row["cue"]: the protocol, both tasks and whether each was completed."""
+        plan = self.cue_plan
+        if plan is None:
+            return
+        info = plan.row_fields()
+        ok = row["status"] == "ok"
+        for role, task in (("language", plan.language_task), ("cue", plan.cue_task)):
+            if task is None:
+                info[f"{role}_complete"] = None
+            elif task.id == plan.begin_task.id:  # the row's own scores are this task's
+                info[f"{role}_complete"] = bool(ok and row["complete"])
+                info[f"{role}_intent_score"] = row["intent_score"] if ok else 0.0
+                info[f"{role}_exec_score"] = row["exec_score"] if ok else 0.0
+            else:
+                s = score_episode(task, self.last_record).to_dict() if ok else {}
+                info[f"{role}_complete"] = bool(s.get("complete", False))
+                info[f"{role}_intent_score"] = s.get("intent_score", 0.0)
+                info[f"{role}_exec_score"] = s.get("exec_score", 0.0)
+                if s:
+                    info[f"{role}_stages"] = s.get("stages", [])
+        if self.cue_overlay is not None and plan.cue_task is not None:
+            info["overlay"] = self.cue_overlay.stats.to_dict()
+            self.cue_save_examples(run_dir, trial)
+        row["cue"] = info
+
+    def cue_save_examples(self, run_dir: RunDirectory, trial: Trial) -> None:
+        out = run_dir.path / self.CUE_EXAMPLES
+        snap = self.cue_overlay.snapshot
+        if out.exists() or not snap:
+            return
+        import cv2
+        import numpy as np
+        out.mkdir(parents=True, exist_ok=True)
+        for cam, (raw, cued) in snap.items():
+            pair = np.concatenate([raw, np.full((raw.shape[0], 4, 3), 255, np.uint8), cued], axis=1)
+            cv2.imwrite(str(out / f"{trial.task.id}_r{trial.round}_{cam}.png"),
+                        cv2.cvtColor(pair, cv2.COLOR_RGB2BGR))
+
+    def cue_outcome(self, row: dict) -> str:
+        cue = row.get("cue")
+        if not cue or cue.get("cue_complete") is None:
+            return ""
+        lang = cue.get("language_complete")
+        said = "" if lang is None else f" language {'yes' if lang else 'no'}"
+        return f" | {cue['protocol']} {cue['family']}/{cue['variant']}:{said} cue " \
+               f"{'yes' if cue['cue_complete'] else 'no'}"
+
+    def cue_finish(self, run_dir: RunDirectory) -> None:
+        if not self.cue_protocol:
+            return
+        from vla_bridge.cues.protocols import format_cue_table, write_cue_metrics
+        metrics = write_cue_metrics(run_dir.path, run_dir.results())
+        print(format_cue_table(metrics), flush=True)
 
 
 def main(args=None) -> int:

@@ -15,15 +15,32 @@ from vla_bridge.tasks import TaskSpec
 __all__ = ["OraclePolicy", "PlanningError", "PLANNERS"]
 
 #: scene -> "module:function" returning the whole-episode plan [T, 14]
-PLANNERS = {"scene1": "vla_bridge.policy_nodes.oracle.scene1:plan_scene1"}
+PLANNERS = {
+    "scene1": "vla_bridge.policy_nodes.oracle.scene1:plan_scene1",
+    "scene2": "vla_bridge.policy_nodes.oracle.scene2:plan_scene2",
+    "scene3": "vla_bridge.policy_nodes.oracle.scene3:plan_scene3",
+    "scene4": "vla_bridge.policy_nodes.oracle.scene4:plan_scene4",
+}
 
 
 class OraclePolicy(PolicyBackend):
-    """Privileged scripted expert."""
+    """Privileged scripted expert.
+
+    ``follow`` chooses the task it plans: "language" (default) the begin message's ``task``
+    (what the language specifies), "cue" the begin message's ``cue_task`` when the evaluator
+    runs a visual-cue protocol (the task the cue shows), else ``task``. A cue-following oracle
+    is the upper bound of visual cue following (UVF = UVI = AVF = 100 %), a language-following
+    one the lower bound of unauthorized following (UVF = 0 % under conflict).
+    """
 
     needs_world_state = True
+    FOLLOW = ("language", "cue")
 
-    def __init__(self, chunk_size: int = 50, control_period: float = 0.06):
+    def __init__(self, chunk_size: int = 50, control_period: float = 0.06,
+                 follow: str = "language"):
+        if follow not in self.FOLLOW:
+            raise ValueError(f"oracle follow must be one of {self.FOLLOW}, got {follow!r}")
+        self.follow = follow
         self.chunk_size = chunk_size
         self.control_period = control_period
         self.task: TaskSpec | None = None
@@ -33,7 +50,10 @@ class OraclePolicy(PolicyBackend):
     def reset(self) -> None:
         self.plan = None
 
-    def set_instruction(self, instruction: str, task: dict | None = None) -> None:
+    def set_instruction(self, instruction: str, task: dict | None = None,
+                        cue_task: dict | None = None) -> None:
+        if self.follow == "cue" and cue_task is not None:
+            task = cue_task
         if task is None:
             raise ValueError("the oracle needs the privileged task spec, not only the instruction")
         self.task = TaskSpec.from_dict(task)

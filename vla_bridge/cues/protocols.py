@@ -1,0 +1,475 @@
+"""LIBERO-VIFO's closed-loop protocols on RoboFollow tasks: per-trial plan and metrics.
+
+Pure logic (no rclpy, no MuJoCo). For each suite trial and protocol, ``plan_trial`` decides
+
+* what language the policy gets (``language``),
+* which task that language specifies (``language_task``; None when it names none),
+* which task the visual cue shows (``cue_task``; None: no cue), and
+* which task the sim resets for and the privileged language-following oracle plans
+  (``begin_task``, the ``task`` of the episode's ``begin`` message).
+
+================  ===========================================  ===============  ==============
+protocol          language                                     language_task    cue_task
+================  ===========================================  ===============  ==============
+``original``      the trial's instruction                      the trial        none (no cue)
+``authorized``    ``AUTHORIZED_PROMPT`` (Part I-B)             none             the trial
+``conflict``      the conflict partner's instruction (II-A)    the partner      the trial
+``no_language``   "" (Part II-B)                               none             the trial
+================  ===========================================  ===============  ==============
+
+The cue always shows the suite trial's task (the cue specification is held fixed across
+protocols, App. C.4); only the language changes. The conflict partner is another task of the
+same scene and layout (so one reset serves both) whose source object or target differs,
+chosen deterministically from the episode seed (``conflict_partner``).
+
+Metrics (percent, ``protocol_metrics`` of ``cues.insertion``): Orig. SR (original, language
+task completed), AVF (authorized, cue task completed), VTR = AVF / Orig. SR, LFR / UVF
+(conflict: language / cue task completed), UVI (no_language, cue task completed). A task
+counts as completed when RoboFollow's completion check (CR) passes; a failed episode counts
+as not completed. ``cue_metrics`` aggregates results rows per family and overall;
+``format_cue_table`` prints a Table-2-like text table; ``python -m vla_bridge.cues.protocols
+RUN_DIR...`` merges several run directories (e.g. one per protocol and family) into one table.
+
+Scene-instantiated cues (paper section 4.2): ``scene_cue_objects`` turns a cue into textured
+thin boxes (text card F1, sign F6, ArUco / QR tag F8) for
+``sim_nodes.mujoco_model.build_mjcf(cue_objects=...)``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import cv2
+import numpy as np
+
+from vla_bridge.tasks import TaskSpec
+
+from .families import FAMILIES, SignSpec, family, marker_id_for, qr_payload, render_sign
+from .insertion import (AUTHORIZED_PROMPT, PROTOCOLS, EpisodeRecord, make_cue,
+                        protocol_metrics)
+from .parser import (GroundedStep, GroundedTask, GroundingError, ParseError, ParsedTask,
+                     ground, layout_world, parse)
+
+__all__ = [
+    "PROTOCOLS", "CUE_PROTOCOLS", "AUTHORIZED_PROMPT", "DEFAULT_VARIANTS", "TrialCue",
+    "check_protocol", "resolve_family_variant", "conflict_partner", "plan_trial",
+    "grounded_task", "build_cue", "episode_record", "cue_metrics", "format_cue_table",
+    "write_cue_metrics", "METRICS", "FAMILY_LABELS", "SceneCueObject", "scene_cue_texture",
+    "scene_cue_objects", "card_quat_facing",
+]
+
+#: protocols that show a cue (``original`` is the cue-free baseline)
+CUE_PROTOCOLS = ("authorized", "conflict", "no_language")
+
+#: variant used when ``cue_variant`` is empty: one that conveys source and target where the
+#: family can
+DEFAULT_VARIANTS = {"F1": "banner", "F2": "arrow", "F3": "trail", "F4": "schematic",
+                    "F5": "point_and_move", "F6": "target_zone", "F7": "outline", "F8": "qr"}
+#: variants that need inputs the graph cannot provide
+UNSUPPORTED_IN_GRAPH = {("F4", "goal_image"): "needs a rendered goal image"}
+
+METRICS = (("orig_sr", "Orig. SR"), ("avf", "AVF"), ("vtr", "VTR"), ("lfr", "LFR"),
+           ("uvf", "UVF"), ("uvi", "UVI"))
+FAMILY_LABELS = {"F1": "F1 Text", "F2": "F2 Geom.", "F3": "F3 Ghost", "F4": "F4 Pict.",
+                 "F5": "F5 Gest.", "F6": "F6 Sign", "F7": "F7 Light.", "F8": "F8 Code"}
+
+
+# ----------------------------------------------------------------------------- trial plan
+
+def check_protocol(protocol: str) -> str:
+    """'' (off) or one of PROTOCOLS; anything else is a ValueError listing the valid ones."""
+    protocol = (protocol or "").strip()
+    if protocol and protocol not in PROTOCOLS:
+        raise ValueError(f"unknown cue protocol {protocol!r}; valid: '' (off), "
+                         + ", ".join(PROTOCOLS))
+    return protocol
+
+
+def resolve_family_variant(fam: str, variant: str = "") -> tuple[str, str]:
+    """(family code, variant) with the default variant filled in; errors list valid values."""
+    if not fam:
+        raise ValueError("a cue protocol needs cue_family (one of "
+                         + ", ".join(f"{f.code} ({f.name})" for f in FAMILIES.values()) + ")")
+    f = family(fam)
+    variant = variant or DEFAULT_VARIANTS.get(f.code) or next(iter(f.variants))
+    if variant not in f.variants:
+        raise ValueError(f"unknown variant {variant!r} for {f.code} {f.name}; valid: "
+                         + ", ".join(f.variants))
+    why = UNSUPPORTED_IN_GRAPH.get((f.code, variant))
+    if why:
+        raise ValueError(f"{f.code} {variant} is not available in the evaluation graph: {why}")
+    return f.code, variant
+
+
+def _target_of(task: TaskSpec) -> tuple:
+    """What the task asks the source to end up at: (anchor / target object / label, action)."""
+    t = task.target or {}
+    where = task.anchor or t.get("target_object") or t.get("target_label")
+    return where, task.action
+
+
+def conflict_partner(task: TaskSpec, candidates: Iterable[TaskSpec], seed: int) -> TaskSpec:
+    """Another task of the same scene and layout that a policy could be told instead.
+
+    Preference (first non-empty tier wins): same level and another source object; another
+    source at any level; same level, same source but another target or relation; then any
+    level. Within a tier the tasks are sorted by id and ``seed`` picks one, so a seed always
+    gives the same partner. ValueError when the layout has no such task.
+    """
+    pool = sorted({c.id: c for c in candidates
+                   if c.scene == task.scene and c.layout == task.layout and c.id != task.id
+                   and c.instruction.strip() != task.instruction.strip()}.values(),
+                  key=lambda c: c.id)
+    other_source = [c for c in pool if c.source != task.source]
+    other_target = [c for c in pool if c.source == task.source and _target_of(c) != _target_of(task)]
+    tiers = ([c for c in other_source if c.level == task.level], other_source,
+             [c for c in other_target if c.level == task.level], other_target)
+    for tier in tiers:
+        if tier:
+            return tier[int(seed) % len(tier)]
+    raise ValueError(f"no conflict partner for {task.id}: no other task of {task.scene} layout "
+                     f"{task.layout!r} has a different source or target")
+
+
+@dataclass(frozen=True)
+class TrialCue:
+    """What one trial of a protocol shows and says (see the module table)."""
+    protocol: str
+    language: str
+    begin_task: TaskSpec
+    language_task: TaskSpec | None
+    cue_task: TaskSpec | None
+    family: str | None = None
+    variant: str | None = None
+
+    @property
+    def shows_cue(self) -> bool:
+        return self.cue_task is not None
+
+    def scored_tasks(self) -> dict[str, TaskSpec]:
+        """role -> task the episode is scored against ("language", "cue"); the begin task is
+        always scored (as "language" when the language names it, else as "cue")."""
+        out = {}
+        if self.language_task is not None:
+            out["language"] = self.language_task
+        if self.cue_task is not None:
+            out["cue"] = self.cue_task
+        return out or {"language": self.begin_task}
+
+    def row_fields(self) -> dict:
+        """The protocol part of a results row (scores are added by the evaluator)."""
+        return {"protocol": self.protocol, "family": self.family, "variant": self.variant,
+                "language": self.language,
+                "language_task": self.language_task.id if self.language_task else None,
+                "cue_task": self.cue_task.id if self.cue_task else None,
+                "begin_task": self.begin_task.id}
+
+
+def plan_trial(protocol: str, task: TaskSpec, seed: int, candidates: Sequence[TaskSpec] = (),
+               fam: str | None = None, variant: str | None = None) -> TrialCue:
+    """The language, tasks and cue of one trial of ``task`` under ``protocol``.
+
+    ``candidates`` (the suite's tasks) are needed by ``conflict`` only.
+    """
+    protocol = check_protocol(protocol)
+    if not protocol:
+        raise ValueError("plan_trial needs a protocol (cue protocols are off)")
+    if protocol == "original":
+        return TrialCue(protocol, task.instruction, task, task, None, None, None)
+    fam, variant = resolve_family_variant(fam or "", variant or "")
+    if protocol == "authorized":
+        return TrialCue(protocol, AUTHORIZED_PROMPT, task, None, task, fam, variant)
+    if protocol == "conflict":
+        partner = conflict_partner(task, candidates, seed)
+        return TrialCue(protocol, partner.instruction, partner, partner, task, fam, variant)
+    return TrialCue(protocol, "", task, None, task, fam, variant)  # no_language
+
+
+# ----------------------------------------------------------------------------- cue construction
+
+_ACTION_RELATIONS = {"place_behind": "behind", "place_in_front": "in_front_of",
+                     "place_left_of": "left_of", "place_right_of": "right_of",
+                     "place_beside": "beside", "place_on": "on", "place_in": "in"}
+
+
+def _spec_grounding(task: TaskSpec) -> GroundedTask:
+    """GroundedTask straight from the registry fields (when the parser cannot read a task)."""
+    where, action = _target_of(task)
+    relation = _ACTION_RELATIONS.get(action)
+    if relation is None and action.startswith("place_"):
+        relation = action[len("place_"):]
+    kind = "pick" if action == "pickup" or where is None else "place"
+    step = GroundedStep(kind, task.arm, task.source, where if kind == "place" else None,
+                        relation if kind == "place" else None, None, (task.source,))
+    parsed = ParsedTask(task.instruction, ())
+    return GroundedTask(parsed, (step,))
+
+
+def grounded_task(task: TaskSpec, objects, fixtures=None) -> tuple[GroundedTask, str]:
+    """(GroundedTask, how): parse + ground the instruction (the paper's pipeline, "parser");
+    when that fails or contradicts the registry's source, build it from the task fields
+    ("registry")."""
+    try:
+        g = ground(parse(task.instruction), objects, fixtures)
+        if g.source == task.source:
+            return g, "parser"
+    except (ParseError, GroundingError, ValueError):
+        pass
+    return _spec_grounding(task), "registry"
+
+
+def build_cue(task: TaskSpec, fam: str, variant: str, seed: int, world=None, fixtures=None,
+              **params):
+    """The task-conditioned CueSpec of ``task`` for one episode.
+
+    ``world`` ({name: ObjectState} or a WorldState): defaults to the layout's spawn positions
+    for ``seed`` (``parser.layout_world``, what the sim resets to); anchors name objects, so
+    the live world state resolves them every frame.
+    """
+    if world is None:
+        world, fixtures = layout_world(task.scene, task.layout, seed)
+    objects = getattr(world, "objects", world)
+    g, _how = grounded_task(task, objects, fixtures)
+    return make_cue(g, fam, variant, world=objects, **params)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def _cue(row: dict) -> dict:
+    return row.get("cue") or {}
+
+
+def episode_record(row: dict) -> EpisodeRecord | None:
+    """A results row -> EpisodeRecord (None for rows without a cue protocol)."""
+    cue = _cue(row)
+    protocol = cue.get("protocol")
+    if protocol not in PROTOCOLS:
+        return None
+    ok = row.get("status") == "ok"
+    lang = bool(ok and cue.get("language_complete"))
+    cue_ok = bool(ok and cue.get("cue_complete"))
+    return EpisodeRecord(protocol, cue_task_success=cue_ok, language_task_success=lang,
+                         family=None if protocol == "original" else cue.get("family"))
+
+
+def _counts(rows: list[dict]) -> dict:
+    out: dict[str, dict] = {}
+    for r in rows:
+        p = _cue(r).get("protocol")
+        c = out.setdefault(p, {"episodes": 0, "failed": 0})
+        c["episodes"] += 1
+        c["failed"] += int(r.get("status") != "ok")
+    return out
+
+
+def _round(m: dict) -> dict:
+    return {k: (None if v is None else round(float(v), 2)) for k, v in m.items()}
+
+
+def cue_metrics(rows: Iterable[dict]) -> dict:
+    """Per family and overall: Orig. SR, AVF, VTR, LFR, UVF, UVI (percent or None).
+
+    ``overall`` pools every episode (micro); ``average`` is the mean over families of each
+    metric that a family has (macro, the paper's "Avg." column). Orig. SR comes from the
+    ``original`` rows and is shared by every family.
+    """
+    rows = [r for r in rows if episode_record(r) is not None]
+    recs = [episode_record(r) for r in rows]
+    by_family = {f: _round(m) for f, m in protocol_metrics(recs, by_family=True).items()}
+    average = {}
+    for key, _label in METRICS:
+        vals = [m[key] for m in by_family.values() if m.get(key) is not None]
+        average[key] = round(sum(vals) / len(vals), 2) if vals else None
+    fam_rows = {f: [r for r, e in zip(rows, recs) if e.family == f] for f in by_family}
+    return {
+        "overall": _round(protocol_metrics(recs)),
+        "average": average,
+        "by_family": by_family,
+        "episodes": _counts(rows),
+        "episodes_by_family": {f: _counts(rs) for f, rs in fam_rows.items()},
+        "variants": sorted({f"{_cue(r).get('family')}/{_cue(r).get('variant')}" for r in rows
+                            if _cue(r).get("family")}),
+        "definitions": {
+            "orig_sr": "original: language task completed (no cue)",
+            "avf": "authorized: cue task completed",
+            "vtr": "AVF / Orig. SR",
+            "lfr": "conflict: language task completed",
+            "uvf": "conflict: cue task completed",
+            "uvi": "no_language: cue task completed",
+        },
+    }
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def format_cue_table(metrics: dict) -> str:
+    """Table-2-like text: one row per metric, one column per family, Avg. (macro), All (micro)."""
+    fams = sorted(metrics["by_family"])
+    cols = [FAMILY_LABELS.get(f, f) for f in fams] + ["Avg.", "All"]
+    w = max([10] + [len(c) + 2 for c in cols])
+    head = f"{'metric':<10}" + "".join(f"{c:>{w}}" for c in cols)
+    lines = [head, "-" * len(head)]
+    for key, label in METRICS:
+        vals = [metrics["by_family"][f].get(key) for f in fams]
+        vals += [metrics["average"].get(key), metrics["overall"].get(key)]
+        lines.append(f"{label:<10}" + "".join(f"{_fmt(v):>{w}}" for v in vals))
+    counts = ", ".join(f"{p} {c['episodes']}" + (f" ({c['failed']} failed)" if c["failed"] else "")
+                       for p, c in sorted(metrics["episodes"].items()))
+    lines.append(f"episodes: {counts or 'none'}")
+    return "\n".join(lines)
+
+
+def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -> dict:
+    """cue_metrics.json and cue_table.txt in ``run_dir`` from its results.jsonl (or ``rows``)."""
+    run_dir = Path(run_dir)
+    if rows is None:
+        rows = _read_rows(run_dir)
+    metrics = cue_metrics(rows)
+    table = format_cue_table(metrics)
+    for name, text in (("cue_metrics.json", json.dumps(metrics, indent=1)), ("cue_table.txt", table + "\n")):
+        tmp = run_dir / (name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(run_dir / name)
+    return metrics
+
+
+def _read_rows(run_dir: Path) -> list[dict]:
+    path = run_dir / "results.jsonl"
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+# ----------------------------------------------------------------------------- scene objects (4.2)
+
+@dataclass(frozen=True)
+class SceneCueObject:
+    """A textured thin box for ``build_mjcf(cue_objects=...)``.
+
+    ``size`` is the full extent (width along local x, height along local y, thickness along
+    local z); the texture covers the +z face with its top row towards local +y. ``quat``
+    (w, x, y, z) orients the card (``card_quat_facing``); ``free`` makes it a light free body
+    that the arms can push, otherwise it is fixed in the world.
+    """
+    name: str
+    texture: str  # PNG path
+    pos: tuple[float, float, float]
+    size: tuple[float, float, float]
+    quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    free: bool = False
+    mass: float = 0.02
+
+
+def card_quat_facing(pos, eye, up=(0.0, 0.0, 1.0)) -> tuple[float, float, float, float]:
+    """Quaternion that turns a card at ``pos`` so its face (+z) looks at ``eye``, text upright."""
+    from vla_bridge.kinematics import mat_to_quat
+    z = np.asarray(eye, float) - np.asarray(pos, float)
+    z /= np.linalg.norm(z)
+    x = np.cross(-z, np.asarray(up, float))
+    if np.linalg.norm(x) < 1e-9:  # looking straight down: keep the world's x
+        x = np.array([1.0, 0.0, 0.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    return tuple(float(v) for v in mat_to_quat(np.stack([x, y, z], axis=1)))
+
+
+def scene_cue_texture(cue, kind: str | None = None, px: int = 256) -> np.ndarray:
+    """RGB texture of a scene-instantiated cue: "card" (F1 text), "sign" (F6), "aruco" / "qr"
+    (F8). ``kind`` defaults from the cue's family (F8: its variant)."""
+    kind = kind or {"F1": "card", "F6": "sign"}.get(cue.code) or (
+        "qr" if cue.variant == "qr" else "aruco")
+    if kind == "sign":
+        sign = cue.params.get("sign")
+        if not isinstance(sign, SignSpec):
+            from .families import sign_for_cue
+            sign = sign_for_cue(cue)
+        rgb, alpha = render_sign(sign, px)
+        out = np.full((px, px, 3), 255, np.uint8)
+        a = (np.asarray(alpha, np.float32) / (255.0 if np.max(alpha) > 1 else 1.0))[..., None]
+        return (out * (1 - a) + np.asarray(rgb, np.float32) * a).astype(np.uint8)
+    if kind == "card":
+        from .families import _task_text
+        return _text_card(_task_text(cue), px)
+    if kind in ("aruco", "qr"):
+        from .families import _code_tile
+        payload = qr_payload(cue) if kind == "qr" else ""
+        return np.array(_code_tile(kind, payload, marker_id_for(cue), px))
+    raise ValueError(f"unknown scene cue kind {kind!r}; valid: card, sign, aruco, qr")
+
+
+def _text_card(text: str, px: int) -> np.ndarray:
+    """White card, dark border, the text wrapped to fill it (a written note)."""
+    import textwrap
+    h = px // 2 if px >= 128 else px
+    img = np.full((h, px, 3), 250, np.uint8)
+    cv2.rectangle(img, (2, 2), (px - 3, h - 3), (30, 30, 30), max(2, px // 96))
+    best = None
+    for width in range(12, 60, 2):
+        lines = textwrap.wrap(text, width)
+        scale = min((px - 16) / max(cv2.getTextSize(ln, cv2.FONT_HERSHEY_SIMPLEX, 1.0, 2)[0][0]
+                                    for ln in lines),
+                    (h - 16) / (len(lines) * 34.0))
+        if best is None or scale > best[0]:
+            best = (scale, lines)
+    scale, lines = best
+    th = max(1, int(round(2 * scale)))
+    y = 8 + int(26 * scale)
+    for ln in lines:
+        cv2.putText(img, ln, (8, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (20, 20, 20), th, cv2.LINE_AA)
+        y += int(34 * scale)
+    return img
+
+
+def scene_cue_objects(cue, pos, eye=None, width_m: float = 0.10, thickness_m: float = 0.004,
+                      kind: str | None = None, out_dir: str | Path | None = None,
+                      name: str = "cue_card", free: bool = False,
+                      quat=None) -> list[SceneCueObject]:
+    """One textured card showing ``cue`` at ``pos`` (its centre), facing ``eye`` when given
+    (else lying flat, text towards +y); the PNG goes to ``out_dir`` (default: a new temp dir,
+    which must outlive the model compilation)."""
+    tex = scene_cue_texture(cue, kind)
+    out = Path(out_dir or tempfile.mkdtemp(prefix="vla_bridge_cue_"))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.png"
+    if not cv2.imwrite(str(path), cv2.cvtColor(tex, cv2.COLOR_RGB2BGR)):
+        raise OSError(f"could not write {path}")
+    h_m = width_m * tex.shape[0] / tex.shape[1]
+    if quat is None:
+        quat = card_quat_facing(pos, eye) if eye is not None else (1.0, 0.0, 0.0, 0.0)
+    return [SceneCueObject(name, str(path), tuple(float(v) for v in pos),
+                           (float(width_m), float(h_m), float(thickness_m)),
+                           tuple(float(v) for v in quat), free)]
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m vla_bridge.cues.protocols",
+        description="Merge the results of cue-protocol runs into one LIBERO-VIFO table "
+                    "(AVF, VTR, LFR, UVF, UVI per family).")
+    ap.add_argument("run_dirs", nargs="+", help="run directories (results.jsonl)")
+    ap.add_argument("--output", help="also write cue_metrics.json and cue_table.txt here")
+    args = ap.parse_args(argv)
+    rows = [r for d in args.run_dirs for r in _read_rows(Path(d))]
+    metrics = cue_metrics(rows)
+    if args.output:
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+        write_cue_metrics(args.output, rows)
+    print(format_cue_table(metrics))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
