@@ -62,3 +62,26 @@ def test_same_seed_same_episode(session):
     rec_b, score_b = run_episode_direct(session, OraclePolicy(), task, 1234, images=False)
     assert score_a.to_dict() == score_b.to_dict()
     assert all(np.array_equal(rec_a.pos[k], rec_b.pos[k]) for k in rec_a.pos)
+
+
+def test_withheld_instruction_makes_the_oracle_guess_a_training_task(session):
+    """Empty-language control: with the instruction withheld the oracle does not read the
+    privileged task either; it performs one of the scene's training tasks, so it fails the
+    asked task whenever its guess differs."""
+    suite = load_suite()
+    guesses = {}
+    for task in suite.eval_tasks(scenes=["scene1"], levels=["L0"]):
+        oracle = OraclePolicy()
+        oracle.set_instruction("", task.to_dict())
+        guesses[task.id] = oracle.task
+        assert oracle.task.layout == task.layout
+        assert oracle.task.id in {t.spec.id for t in suite.training_tasks("scene1")}
+    wrong = [tid for tid, guess in guesses.items() if guess.id != tid]
+    assert len(wrong) >= 8  # most guesses are another task
+    task = suite.get(wrong[0])
+    _, score = run_episode_direct(session, OraclePolicy(), task, episode_seed(task.id, 1),
+                                  images=False, instruction="")
+    _, informed = run_episode_direct(session, OraclePolicy(), task, episode_seed(task.id, 1),
+                                     images=False)
+    assert informed.intent_score == 1.0
+    assert score.intent_score < 1.0

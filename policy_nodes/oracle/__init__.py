@@ -3,6 +3,7 @@ whole episode with inverse kinematics and motion primitives, and serves it chunk
 One planning module per scene; `OraclePolicy` dispatches on the task's scene."""
 from __future__ import annotations
 
+import hashlib
 from importlib import import_module
 
 import numpy as np
@@ -57,7 +58,23 @@ class OraclePolicy(PolicyBackend):
         if task is None:
             raise ValueError("the oracle needs the privileged task spec, not only the instruction")
         self.task = TaskSpec.from_dict(task)
+        if not instruction.strip() and cue_task is None:
+            # Empty-language control: the task is withheld from the policy, so the oracle does
+            # not read it either; it acts like a policy that learned the scene's training tasks
+            # but cannot tell which one is asked, and performs one of them (chosen per episode).
+            self.task = self._blind_guess(self.task)
         self.reset()
+
+    @staticmethod
+    def _blind_guess(task: TaskSpec) -> TaskSpec:
+        from vla_bridge.tasks import load_suite
+        training = load_suite().training_tasks(task.scene)
+        if not training:
+            return task
+        digest = hashlib.md5(f"{task.id}|{task.layout}".encode()).digest()
+        guess = training[digest[0] % len(training)].spec
+        # the guess is executed in this episode's layout; only its behaviour is borrowed
+        return TaskSpec.from_dict({**guess.to_dict(), "layout": task.layout, "level": task.level})
 
     def predict(self, observation: Observation) -> np.ndarray:
         if self.task is None:
