@@ -125,15 +125,20 @@ def footprint_radius(obj) -> float:
 
 def place_point(world, source: str, anchor: str, relation) -> np.ndarray:
     """Where to put the source's centre: in the asked direction from the anchor, clear of
-    every other object (a neighbour in the way would leave the source tilted on top of it)."""
+    every other object (a neighbour in the way would leave the source tilted on top of it).
+    When no candidate is clear, the one with the most room is used."""
     anchor_xy = world.objects[anchor].pos[:2]
     src_radius = footprint_radius(world.objects[source])
     others = [o for name, o in world.objects.items() if name != source]
     base = np.arctan2(relation[1], relation[0])
+    best, best_room = None, -np.inf
     for dist in PLACE_DISTANCES:
         for angle in np.deg2rad(PLACE_ANGLES_DEG):
             xy = anchor_xy + dist * np.array([np.cos(base + angle), np.sin(base + angle)])
-            if all(np.linalg.norm(xy - o.pos[:2]) >= src_radius + footprint_radius(o) + PLACE_CLEARANCE
-                   for o in others):
+            room = min((np.linalg.norm(xy - o.pos[:2]) - src_radius - footprint_radius(o)
+                        for o in others), default=np.inf)
+            if room >= PLACE_CLEARANCE:
                 return xy
-    raise PlanningError(f"no free spot {relation} of {anchor} for {source}")
+            if room > best_room:
+                best, best_room = xy, room
+    return best
