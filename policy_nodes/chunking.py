@@ -17,7 +17,8 @@ Three modes, composable (``ChunkScheduler``):
 * **asynchronous splice** (``async_inference``): the robot keeps executing the previous
   plan while the next chunk is computed, and the new chunk is spliced in without a jump.
   Splice rule, for a new chunk ``N`` answering the observation at step ``s`` and the
-  previous plan ``P`` (held at its last action past its end):
+  previous plan ``P`` (held at its last action past its end; for the first chunk of an
+  episode, the observed state held, so the robot also eases into its first chunk):
 
   1. ``d`` = control steps that passed while predicting: ``latest tick seen - s`` (the node
      hears ``joint_states`` of every tick while its worker thread predicts), plus one step
@@ -25,13 +26,15 @@ Three modes, composable (``ChunkScheduler``):
      tick arrives, ``d = 0`` always and the run stays deterministic.
   2. steps ``s+1 .. s+d`` keep ``P`` (they are being executed, or already were: the sim
      drops actions whose time has passed);
-  3. from ``s0 = s + 1 + d`` the output cross-fades ``O[t] = (1 - a) P[t] + a N[t]`` with
-     ``a = (j + 1) / (k + 1)`` over ``k`` steps (``j = t - s0``), then follows ``N``.
+  3. from ``s0 = s + 1 + d`` the output follows ``N`` plus the disagreement
+     ``g = P[s0] - N[s0]``, fading linearly to zero over ``k`` steps:
+     ``O[t] = N[t] + (1 - (j + 1) / (k + 1)) g`` (``j = t - s0``), then ``O = N``.
      ``k`` is at least ``splice_steps`` and long enough that the fade adds at most one
-     action step per tick: ``k + 1 >= |N[s0] - P[s0]|_inf / step``, ``step`` being the
-     largest per-tick change inside ``N`` (at least ``min_step``), capped by the chunk's
-     length. So a boundary tick moves by at most the policy's own step plus one action
-     step, never by the whole disagreement between two chunks.
+     action step per tick: ``k + 1 >= |g|_inf / step``, ``step`` being the largest
+     per-tick change inside ``N`` (at least ``min_step``), capped by the chunk's length.
+     So the boundary tick moves by the old plan's own step plus at most one action step,
+     the following ticks by the new plan's step plus at most one action step, never by
+     the whole disagreement between two chunks.
 
 ``ChunkRunner`` is the policy node's hook: predict (in the ROS callback, or in a worker
 thread for async inference, newest observation wins), validate, schedule, publish, and a
@@ -98,7 +101,7 @@ class ChunkScheduler:
         self._plan: _Plan | None = None  # the last spliced plan (async)
 
     def step_of(self, stamp: float) -> int:
-        return int(round(stamp / self.dt))
+        return int(np.rint(stamp / self.dt))
 
     # ------------------------------------------------------------------ modes
     def ensemble(self, raw: np.ndarray, start: int) -> np.ndarray:
@@ -126,29 +129,31 @@ class ChunkScheduler:
         out = new.copy()
         if prev is not None and prev.end >= start - 1 and len(new) > 0:
             steps = np.arange(start, start + len(new))
-            old = prev.at(steps)
             d = min(max(0, int(delay)), len(new))
-            out[:d] = old[:d]
+            out[:d] = prev.at(steps[:d])
             if d < len(new):
-                gap = float(np.max(np.abs(new[d] - old[d])))
+                g = prev.at(steps[d:d + 1])[0] - new[d]  # the plans' disagreement at s0
+                gap = float(np.max(np.abs(g)))
                 own = np.abs(np.diff(new, axis=0)).max() if len(new) > 1 else 0.0
                 step = max(float(own), self.min_step)
-                k = max(self.splice_steps, math.ceil(gap / step) - 1)
+                k = max(self.splice_steps, math.ceil(gap / step - 1e-9) - 1)
                 k = min(k, len(new) - d)
-                j = np.arange(k)
-                a = ((j + 1) / (k + 1))[:, None]
-                out[d:d + k] = (1 - a) * old[d:d + k] + a * new[d:d + k]
+                fade = 1.0 - (np.arange(k) + 1) / (k + 1)
+                out[d:d + k] += fade[:, None] * g
                 info.update(blend_steps=int(k), gap=round(gap, 6))
         self._plan = _Plan(start, out)
         return out, info
 
-    def process(self, raw: np.ndarray, stamp: float, latest_tick: float | None = None
-                ) -> tuple[np.ndarray, dict]:
+    def process(self, raw: np.ndarray, stamp: float, latest_tick: float | None = None,
+                state: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
         """The chunk to publish for a raw prediction answering the observation at ``stamp``.
         ``latest_tick``: stamp of the newest tick heard when the prediction finished
-        (async only; None or <= stamp means no time passed, as in lock-step)."""
+        (async only; None or <= stamp means no time passed, as in lock-step); ``state``:
+        the observed joints (async: the plan the first chunk is spliced onto)."""
         raw = np.asarray(raw, dtype=float)
         s = self.step_of(stamp)
+        if self.async_splice and self._plan is None and state is not None:
+            self._plan = _Plan(s, np.asarray(state, dtype=float).reshape(1, -1))
         chunk, info = raw, {}
         if self.temporal_ensemble:
             chunk = self.ensemble(raw, s + 1)
@@ -250,8 +255,8 @@ class ChunkRunner:
                 raw = self.policy.predict(obs)
                 t1 = time.perf_counter()
                 raw = C.validate_chunk(raw)
-                chunk, info = self.scheduler.process(raw, obs.stamp, self.latest_tick
-                                                     if self.async_inference else None)
+                chunk, info = self.scheduler.process(
+                    raw, obs.stamp, self.latest_tick if self.async_inference else None, obs.state)
             except Exception as exc:  # noqa: BLE001 - report to the evaluator, keep serving
                 self.log_error(f"policy failed: {exc}")
                 self.status(C.STATUS_ERROR, message=f"policy failed: {exc}")

@@ -8,7 +8,7 @@
 #   scripts/setup.sh env             set up, then print the exported environment
 #
 # A second run is quick: apt is consulted only for missing packages (dpkg -s) and pip only
-# when requirements.txt / setup.py / setup.cfg changed (hash stamp in .venv).
+# when requirements.txt / setup.py / setup.cfg / this script changed (hash stamp in .venv).
 #
 # Environment knobs: VLA_BRIDGE_PYTHON (interpreter to create .venv with, default python3),
 # MUJOCO_GL (kept if set, else probed: egl, then osmesa), ROS_DOMAIN_ID (kept if set).
@@ -57,7 +57,7 @@ install_apt_packages() {
 
 # --------------------------------------------------------------------------- virtualenv
 setup_hash() {
-    { cat "$REPO/requirements.txt" "$REPO/setup.py" "$REPO/setup.cfg"
+    { cat "$REPO/requirements.txt" "$REPO/setup.py" "$REPO/setup.cfg" "$REPO/scripts/setup.sh"
       "$VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
 }
 
@@ -75,6 +75,8 @@ ensure_venv() {
     log "installing Python packages (requirements.txt, then the package in editable mode)"
     "$VENV/bin/python" -m pip install -q -r "$REPO/requirements.txt" >&2
     "$VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
+    # openpi-client declares numpy<2 but works with numpy 2: install it without its deps
+    "$VENV/bin/python" -m pip install -q --no-deps openpi-client==0.1.2 >&2
     echo "$want" >"$STAMP"
 }
 

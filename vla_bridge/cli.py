@@ -72,6 +72,9 @@ register(Subcommand("bench", "benchmarks that print figures (overhead of the nod
                     _lazy("vla_bridge.bench", "add_arguments"), _lazy("vla_bridge.bench", "run")))
 register(Subcommand("report", "tables with 95% intervals, paper numbers, plots and replay videos of a run",
                     _lazy("vla_bridge.report", "add_arguments"), _lazy("vla_bridge.report", "run")))
+register(Subcommand("serve", "serve a policy backend over openpi's websocket protocol",
+                    _lazy("vla_bridge.policy_nodes.serve", "add_arguments"),
+                    _lazy("vla_bridge.policy_nodes.serve", "run")))
 
 # -------------------------------------------------------------------------------- main
 

@@ -1,0 +1,430 @@
+"""`openpi` backend: a client of an openpi policy server (pi0, pi0-FAST, pi0.5 ...).
+
+The wire protocol is openpi's (``openpi_client.WebsocketClientPolicy``, used when the
+``openpi-client`` package is installed; otherwise a built-in client speaks the identical
+protocol): a websocket; on connect the server sends its metadata; each request is one
+msgpack-numpy frame with the observation dict, each reply one frame with ``actions``
+(``[H, action_dim]``) and ``server_timing`` (``infer_ms``, ``prev_total_ms``); a server
+error arrives as a text frame carrying the traceback, then the server closes. Servers
+answer ``GET /healthz`` with 200, which this client uses to test reachability quickly.
+
+Observation mapping (``key_map``), presets:
+
+* ``aloha`` (default; openpi's ``examples/aloha_real`` and ``AlohaInputs``):
+  ``state`` = 14-D joints in our contract order (the ALOHA order), ``images`` =
+  ``{cam_high, cam_left_wrist, cam_right_wrist}`` (+ ``cam_low`` when the observation has
+  it) as **uint8 CHW** ``[3, H, W]`` after ``resize_with_pad`` to ``image_size`` (224),
+  ``prompt`` = the instruction; reply ``actions`` ``[H, 14]`` absolute targets.
+* ``libero`` (openpi's ``examples/libero``): ``observation/image`` (cam_high),
+  ``observation/wrist_image`` (cam_right_wrist), both **uint8 HWC**, ``observation/state``,
+  ``prompt``. LIBERO states are end-effector poses and its actions 7-D end-effector deltas,
+  so a LIBERO server needs ``state_fn`` / ``action_fn`` adapters to drive our joint-space
+  arms; without them the reply fails the ``[H, 14]`` check with a message saying so.
+
+A custom ``key_map`` is a dict (or JSON) ``{"state": KEY, "prompt": KEY, "actions": KEY,
+"images": {camera: KEY}, "optional_images": [camera, ...], "image_layout": "chw"|"hwc"}``;
+a KEY is a top-level key (a string, may contain "/") or a list of keys into nested dicts.
+
+Gripper convention (``gripper``). Ours: normalised opening, 1 = open, 0 = closed. openpi's
+ALOHA runtime (what pi0 ALOHA checkpoints expect, ``adapt_to_pi``) uses two spaces:
+
+* state: the puppet gripper *finger position* normalised between
+  ``POS_CLOSE = 0.01844 m`` and ``POS_OPEN = 0.05800 m`` (1 = open): the same as ours, so
+  the state gripper passes through unchanged;
+* actions: the puppet gripper *joint angle* normalised between ``JOINT_CLOSE = -0.6213``
+  and ``JOINT_OPEN = 1.4910`` rad (1 = open). We convert it to a finger position through
+  the Interbotix horn linkage (``h = 0.022 m`` horn radius, ``L = 0.036 m`` arm length):
+  ``theta = JOINT_CLOSE + a (JOINT_OPEN - JOINT_CLOSE)``,
+  ``x = h sin(theta) + sqrt(L^2 - h^2 cos^2(theta))``,
+  ``g = clip((x - POS_CLOSE) / (POS_OPEN - POS_CLOSE), 0, 1)``; the exact inverse is
+  ``theta = arcsin((h^2 + x^2 - L^2) / (2 h x))`` (what openpi's ``gripper_to_angular``
+  applies to the state). a = 0 -> g = 0 and a = 1 -> g = 0.997 (fully open).
+
+``gripper="identity"`` passes both through: use it for checkpoints fine-tuned on data in
+our convention (e.g. AgileX / RoboTwin data with ``adapt_to_pi=False``). Arm joints always
+pass through unchanged (radians, contract order).
+
+Errors are explicit: an unreachable server fails ``reset()`` (the episode) with
+"openpi server unreachable at ..." after ``connect_timeout``; a connection that drops
+mid-episode fails ``predict`` with "... dropped the connection mid-episode"; no reply
+within ``infer_timeout`` fails with "did not answer within"; a wrong action shape names
+the expected ``[H, 14]``. The next episode reconnects.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import urllib.parse
+from importlib import import_module
+
+import numpy as np
+
+from vla_bridge import contract as C
+from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+
+# ------------------------------------------------------------------ gripper conventions
+POS_OPEN, POS_CLOSE = 0.05800, 0.01844  # ALOHA puppet finger position, m
+JOINT_OPEN, JOINT_CLOSE = 1.4910, -0.6213  # ALOHA puppet gripper joint, rad
+HORN_RADIUS, ARM_LENGTH = 0.022, 0.036  # Interbotix gripper linkage, m
+GRIPPERS = ("aloha", "identity")
+
+
+def aloha_action_gripper_to_contract(a):
+    """ALOHA action gripper (normalised joint angle, 1 = open) -> ours (opening, 1 = open)."""
+    theta = JOINT_CLOSE + np.asarray(a, float) * (JOINT_OPEN - JOINT_CLOSE)
+    h, L = HORN_RADIUS, ARM_LENGTH
+    x = h * np.sin(theta) + np.sqrt(L * L - (h * np.cos(theta)) ** 2)
+    return np.clip((x - POS_CLOSE) / (POS_OPEN - POS_CLOSE), 0.0, 1.0)
+
+
+def contract_gripper_to_aloha_action(g):
+    """Inverse of aloha_action_gripper_to_contract (ours -> ALOHA normalised joint angle)."""
+    h, L = HORN_RADIUS, ARM_LENGTH
+    x = POS_CLOSE + np.clip(np.asarray(g, float), 0.0, 1.0) * (POS_OPEN - POS_CLOSE)
+    theta = np.arcsin(np.clip((h * h + x * x - L * L) / (2 * h * x), -1.0, 1.0))
+    return (theta - JOINT_CLOSE) / (JOINT_OPEN - JOINT_CLOSE)
+
+
+def actions_from_wire(actions: np.ndarray, gripper: str) -> np.ndarray:
+    """Server actions -> contract actions (grippers at contract.GRIPPER_INDEX)."""
+    out = np.array(actions, dtype=float)
+    if gripper == "aloha":
+        for i in C.GRIPPER_INDEX.values():
+            out[:, i] = aloha_action_gripper_to_contract(out[:, i])
+    return out
+
+
+def actions_to_wire(actions: np.ndarray, gripper: str) -> np.ndarray:
+    out = np.array(actions, dtype=float)
+    if gripper == "aloha":
+        for i in C.GRIPPER_INDEX.values():
+            out[:, i] = contract_gripper_to_aloha_action(out[:, i])
+    return out
+
+
+# The state gripper is the same quantity in both conventions (normalised finger opening).
+def state_to_wire(state: np.ndarray, gripper: str) -> np.ndarray:
+    return np.asarray(state, dtype=float)
+
+
+def state_from_wire(state: np.ndarray, gripper: str) -> np.ndarray:
+    return np.asarray(state, dtype=float)
+
+
+# ---------------------------------------------------------------------------- key maps
+KEY_MAPS: dict[str, dict] = {
+    "aloha": {
+        "state": "state", "prompt": "prompt", "actions": "actions", "image_layout": "chw",
+        "images": {"cam_high": ["images", "cam_high"], "cam_low": ["images", "cam_low"],
+                   "cam_left_wrist": ["images", "cam_left_wrist"],
+                   "cam_right_wrist": ["images", "cam_right_wrist"]},
+        "optional_images": ["cam_low"],
+    },
+    "libero": {
+        "state": "observation/state", "prompt": "prompt", "actions": "actions",
+        "image_layout": "hwc",
+        "images": {"cam_high": "observation/image", "cam_right_wrist": "observation/wrist_image"},
+        "optional_images": [],
+    },
+}
+
+
+def resolve_key_map(key_map) -> dict:
+    """A preset name, a dict or a JSON string -> a complete key map."""
+    if isinstance(key_map, str):
+        if key_map in KEY_MAPS:
+            key_map = KEY_MAPS[key_map]
+        else:
+            try:
+                key_map = json.loads(key_map)
+            except json.JSONDecodeError:
+                raise ValueError(f"unknown key_map {key_map!r}: a preset {sorted(KEY_MAPS)} "
+                                 "or a JSON object") from None
+    if not isinstance(key_map, dict):
+        raise ValueError(f"key_map must be a preset name or a dict, got {type(key_map).__name__}")
+    base = dict(KEY_MAPS["aloha"])
+    base.update(key_map)
+    if base["image_layout"] not in ("chw", "hwc"):
+        raise ValueError(f"image_layout must be 'chw' or 'hwc', got {base['image_layout']!r}")
+    return base
+
+
+def put(d: dict, key, value) -> None:
+    """d[key] = value, where a list key walks (and creates) nested dicts."""
+    if isinstance(key, (list, tuple)):
+        for k in key[:-1]:
+            d = d.setdefault(k, {})
+        key = key[-1]
+    d[key] = value
+
+
+def get(d: dict, key, default=None):
+    if isinstance(key, (list, tuple)):
+        for k in key:
+            if not isinstance(d, dict) or k not in d:
+                return default
+            d = d[k]
+        return d
+    return d.get(key, default)
+
+
+def resize_with_pad(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Scale to fit (height, width) keeping the aspect ratio, bilinear, centred on zeros: the
+    semantics of openpi's image_tools.resize_with_pad (tf.image.resize_with_pad)."""
+    try:
+        from openpi_client import image_tools
+        return image_tools.resize_with_pad(image, height, width)
+    except ImportError:
+        pass
+    from PIL import Image
+    h, w = image.shape[:2]
+    if (h, w) == (height, width):
+        return image
+    ratio = max(w / width, h / height)
+    rw, rh = int(w / ratio), int(h / ratio)
+    resized = Image.fromarray(image).resize((rw, rh), resample=Image.BILINEAR)
+    canvas = Image.new(resized.mode, (width, height), 0)
+    canvas.paste(resized, (max(0, int((width - rw) / 2)), max(0, int((height - rh) / 2))))
+    return np.asarray(canvas)
+
+
+def _callable(spec):
+    if spec is None or callable(spec):
+        return spec
+    module, name = str(spec).split(":", 1)
+    return getattr(import_module(module), name)
+
+
+# ---------------------------------------------------------------------------- clients
+
+
+class _WireClient:
+    """openpi's client protocol, for when the openpi-client package is not installed."""
+
+    def __init__(self, uri: str, api_key: str | None, open_timeout: float):
+        import websockets.sync.client
+
+        from vla_bridge.policy_nodes.serve import unpackb
+        headers = {"Authorization": f"Api-Key {api_key}"} if api_key else None
+        kwargs = {"compression": None, "max_size": None, "additional_headers": headers,
+                  "open_timeout": open_timeout}
+        try:  # websockets >= 16 wants `legacy=True` to return the connection itself
+            self._ws = websockets.sync.client.connect(uri, legacy=True, **kwargs)
+        except TypeError:
+            self._ws = websockets.sync.client.connect(uri, **kwargs)
+        self._metadata = unpackb(self._ws.recv())
+
+    def get_server_metadata(self) -> dict:
+        return self._metadata
+
+    def infer(self, obs: dict) -> dict:
+        from vla_bridge.policy_nodes.serve import packb, unpackb
+        self._ws.send(packb(obs))
+        reply = self._ws.recv()
+        if isinstance(reply, str):
+            raise RuntimeError(f"Error in inference server:\n{reply}")
+        return unpackb(reply)
+
+
+def _connection_closed_types() -> tuple:
+    try:
+        from websockets.exceptions import ConnectionClosed
+        return (ConnectionClosed, OSError, EOFError)
+    except ImportError:  # pragma: no cover
+        return (OSError, EOFError)
+
+
+class OpenPIPolicy(PolicyBackend):
+    """Drives an openpi policy server; see the module docstring for keys and conventions."""
+
+    def __init__(self, host: str = "localhost", port: int | None = 8000, api_key: str | None = None,
+                 image_size: int | None = 224, key_map="aloha", gripper: str | None = None,
+                 connect_timeout: float = 5.0, infer_timeout: float = 60.0,
+                 chunk_size: int | None = None, state_fn=None, action_fn=None,
+                 use_openpi_client: bool = True):
+        self.host, self.port, self.api_key = str(host), port, api_key
+        self.uri = self.host if self.host.startswith("ws") else f"ws://{self.host}"
+        if port not in (None, ""):
+            self.uri += f":{int(port)}"
+        self.image_size = image_size
+        self.key_map = resolve_key_map(key_map)
+        preset = key_map if isinstance(key_map, str) and key_map in KEY_MAPS else None
+        self.gripper = gripper or ("aloha" if preset == "aloha" else "identity")
+        if self.gripper not in GRIPPERS:
+            raise ValueError(f"gripper must be one of {GRIPPERS}, got {self.gripper!r}")
+        self.connect_timeout = float(connect_timeout)
+        self.infer_timeout = float(infer_timeout)
+        self.chunk_size = int(chunk_size) if chunk_size else None
+        self.state_fn = _callable(state_fn)
+        self.action_fn = _callable(action_fn)
+        self.use_openpi_client = bool(use_openpi_client)
+        self.instruction = ""
+        self.client = None
+        self.metadata: dict = {}
+        self.calls = 0  # calls in this episode
+        self.last_timing: dict = {}
+        self._aborted = False
+
+    # ------------------------------------------------------------------ connection
+    def check_reachable(self) -> None:
+        """GET /healthz within connect_timeout, else ConnectionError (any HTTP answer counts:
+        older servers without /healthz still answer the request)."""
+        parts = urllib.parse.urlparse(self.uri)
+        secure = parts.scheme == "wss"
+        port = parts.port or (443 if secure else 80)
+        cls = http.client.HTTPSConnection if secure else http.client.HTTPConnection
+        conn = cls(parts.hostname, port, timeout=self.connect_timeout)
+        try:
+            conn.request("GET", "/healthz")
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise ConnectionError(
+                f"openpi server unreachable at {self.uri} ({type(exc).__name__}: {exc}; connect "
+                f"timeout {self.connect_timeout:g} s): start the server (e.g. openpi's "
+                "scripts/serve_policy.py, or `vla-bridge serve`) or fix --policy "
+                "'openpi?host=...&port=...'") from None
+        finally:
+            conn.close()
+
+    def connect(self) -> None:
+        self.close()
+        self.check_reachable()
+        try:
+            if self.use_openpi_client:
+                try:
+                    from openpi_client.websocket_client_policy import WebsocketClientPolicy
+                except ImportError:
+                    WebsocketClientPolicy = None
+            else:
+                WebsocketClientPolicy = None
+            if WebsocketClientPolicy is not None:
+                port = int(self.port) if self.port not in (None, "") else None
+                self.client = WebsocketClientPolicy(self.host, port, self.api_key)
+            else:
+                self.client = _WireClient(self.uri, self.api_key, self.connect_timeout)
+            self.metadata = dict(self.client.get_server_metadata() or {})
+        except Exception as exc:  # noqa: BLE001 - one clear message for every way it fails
+            self.client = None
+            raise ConnectionError(f"openpi server at {self.uri} answered HTTP but the websocket "
+                                  f"connection failed: {type(exc).__name__}: {exc}") from None
+
+    def close(self) -> None:
+        ws = getattr(self.client, "_ws", None)
+        self.client = None
+        if ws is not None:
+            try:
+                ws.close()
+            except Exception:  # noqa: BLE001 - closing a broken socket
+                pass
+
+    def _abort(self) -> None:
+        """Watchdog: unblock a recv that waits past infer_timeout."""
+        self._aborted = True
+        ws = getattr(self.client, "_ws", None)
+        if ws is not None:
+            try:
+                ws.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    # ------------------------------------------------------------------ backend
+    def reset(self) -> None:
+        self.calls = 0
+        if self.client is None:
+            self.connect()
+
+    def set_instruction(self, instruction: str, task: dict | None = None) -> None:
+        self.instruction = instruction or ""
+
+    def encode(self, obs: Observation) -> dict:
+        km = self.key_map
+        payload: dict = {}
+        state = self.state_fn(obs) if self.state_fn else state_to_wire(obs.state, self.gripper)
+        put(payload, km["state"], np.asarray(state, dtype=np.float32))
+        optional = set(km.get("optional_images") or ())
+        for camera, key in km["images"].items():
+            image = obs.images.get(camera)
+            if image is None:
+                if camera in optional:
+                    continue
+                raise ValueError(f"openpi key map needs camera {camera!r}; the observation has "
+                                 f"{sorted(obs.images)}")
+            image = np.asarray(image)
+            if np.issubdtype(image.dtype, np.floating):
+                image = (255 * image).astype(np.uint8)
+            if self.image_size:
+                size = self.image_size
+                h, w = (size, size) if isinstance(size, int) else tuple(size)
+                image = resize_with_pad(image, h, w)
+            if km["image_layout"] == "chw":
+                image = np.ascontiguousarray(image.transpose(2, 0, 1))
+            put(payload, key, image)
+        if km.get("prompt"):
+            put(payload, km["prompt"], self.instruction)
+        return payload
+
+    def decode(self, reply: dict, obs: Observation) -> np.ndarray:
+        key = self.key_map["actions"]
+        actions = get(reply, key)
+        if actions is None:
+            raise ValueError(f"openpi server reply has no {key!r} (keys: {sorted(reply)}); "
+                             f"expected actions of shape [H, {C.ACTION_DIM}]")
+        actions = np.asarray(actions)
+        if self.action_fn:
+            actions = np.asarray(self.action_fn(actions, obs))
+        if actions.ndim != 2 or actions.shape[1] != C.ACTION_DIM or actions.shape[0] == 0:
+            raise ValueError(
+                f"openpi server returned actions of shape {list(actions.shape)}; expected "
+                f"[H, {C.ACTION_DIM}] (ALOHA order: left joint1..6, left gripper, right "
+                "joint1..6, right gripper). A server for another embodiment needs action_fn "
+                "(and state_fn) adapters.")
+        actions = actions_from_wire(actions, self.gripper)
+        return actions[: self.chunk_size] if self.chunk_size else actions
+
+    def predict(self, observation: Observation) -> np.ndarray:
+        t0 = time.perf_counter()
+        if self.client is None:
+            self.connect()
+        payload = self.encode(observation)
+        t1 = time.perf_counter()
+        reply = self._infer(payload)
+        t2 = time.perf_counter()
+        actions = self.decode(reply, observation)
+        t3 = time.perf_counter()
+        self.calls += 1
+        server = reply.get("server_timing") or {}
+        infer_ms = float(server.get("infer_ms", (t2 - t1) * 1e3))
+        self.last_timing = {"preprocess": (t1 - t0) * 1e3, "inference": infer_ms,
+                            "transport": max(0.0, (t2 - t1) * 1e3 - infer_ms),
+                            "postprocess": (t3 - t2) * 1e3}
+        return actions
+
+    def _infer(self, payload: dict) -> dict:
+        closed = _connection_closed_types()
+        for attempt in (0, 1):
+            self._aborted = False
+            timer = threading.Timer(self.infer_timeout, self._abort)
+            timer.daemon = True
+            timer.start()
+            try:
+                return self.client.infer(payload)
+            except closed as exc:
+                self.close()
+                if self._aborted:
+                    raise TimeoutError(f"openpi server at {self.uri} did not answer within "
+                                       f"{self.infer_timeout:g} s") from None
+                if attempt == 0 and self.calls == 0:  # a stale connection from before: retry once
+                    self.connect()
+                    continue
+                raise ConnectionError(
+                    f"openpi server at {self.uri} dropped the connection mid-episode (after "
+                    f"{self.calls} calls this episode): {type(exc).__name__}: {exc}") from None
+            except RuntimeError as exc:  # the server sent its traceback as text, then closed
+                self.close()
+                lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+                raise RuntimeError(f"openpi server error: {lines[-1] if lines else exc}") from None
+            finally:
+                timer.cancel()
+        raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,291 @@
+"""`vla-bridge serve --policy NAME`: any of our backends behind openpi's websocket protocol.
+
+So the real ``openpi_client.WebsocketClientPolicy`` (and openpi's own robot runtimes) can
+drive our policies, and our ``openpi`` backend can drive a policy in another process or on
+another machine. The protocol, as openpi's ``WebsocketPolicyServer`` speaks it:
+
+* websocket at ``ws://HOST:PORT`` (no compression, no size limit); ``GET /healthz`` -> 200;
+* on connect the server sends one msgpack-numpy frame with its metadata (here: policy,
+  action_dim 14, action_horizon, control_period, joint names, cameras, key map, gripper);
+* each request is a msgpack-numpy frame with the observation dict; the reply is a frame
+  with ``actions`` ``[H, 14]`` and ``server_timing`` = ``{"infer_ms": ..., "prev_total_ms":
+  ...}`` (``prev_total_ms``: the previous request's receive-to-sent time);
+* a failing request is answered with a text frame carrying the traceback, then the server
+  closes the connection with code 1011 (internal error).
+
+msgpack-numpy encoding (openpi's ``msgpack_numpy``): an ndarray is the map
+``{b"__ndarray__": True, b"data": raw bytes, b"dtype": dtype.str, b"shape": shape}``, a
+numpy scalar ``{b"__npgeneric__": True, b"data": item, b"dtype": dtype.str}``; object,
+void and complex dtypes are refused.
+
+Observations are read with the same key maps and gripper conventions as the ``openpi``
+client (``vla_bridge.policy_nodes.openpi_backend``; default ``aloha``: ``state``,
+``images/{cam_high, cam_left_wrist, cam_right_wrist}`` as uint8 CHW or HWC, ``prompt``).
+Optional extension keys (never needed by openpi clients): ``vla_bridge/stamp`` (seconds,
+the observation stamp; default: calls x action_horizon x control_period since the
+episode began), ``vla_bridge/reset`` (true: a new episode), and for privileged backends
+(the oracle) ``vla_bridge/task`` (the task dict) and ``vla_bridge/world`` (see
+``world_to_dict``). A new connection or a new prompt starts a new episode (reset +
+instruction), as openpi's clients have no reset message.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import http
+import logging
+import signal
+import sys
+import threading
+import time
+import traceback
+
+import numpy as np
+
+from vla_bridge import contract as C
+from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.policy_nodes.openpi_backend import (GRIPPERS, KEY_MAPS, actions_to_wire, get,
+                                                    resolve_key_map, state_from_wire)
+from vla_bridge.world import ObjectState, TcpState, WorldState
+
+LOG = logging.getLogger("vla_bridge.serve")
+
+# --------------------------------------------------------------------- msgpack-numpy
+
+
+def _encode(obj):
+    if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in ("V", "O", "c"):
+        raise ValueError(f"cannot send numpy dtype {obj.dtype} over msgpack-numpy")
+    if isinstance(obj, np.ndarray):
+        return {b"__ndarray__": True, b"data": np.ascontiguousarray(obj).tobytes(),
+                b"dtype": obj.dtype.str, b"shape": obj.shape}
+    if isinstance(obj, np.generic):
+        return {b"__npgeneric__": True, b"data": obj.item(), b"dtype": obj.dtype.str}
+    return obj
+
+
+def _decode(obj):
+    if b"__ndarray__" in obj:
+        return np.ndarray(buffer=obj[b"data"], dtype=np.dtype(obj[b"dtype"]), shape=obj[b"shape"])
+    if b"__npgeneric__" in obj:
+        return np.dtype(obj[b"dtype"]).type(obj[b"data"])
+    return obj
+
+
+def packb(obj) -> bytes:
+    import msgpack
+    return msgpack.packb(obj, default=_encode)
+
+
+def unpackb(data: bytes):
+    import msgpack
+    return msgpack.unpackb(data, object_hook=_decode)
+
+
+# ---------------------------------------------------------------------- world state
+
+
+def world_to_dict(world: WorldState) -> dict:
+    """WorldState -> plain dict of arrays (the ``vla_bridge/world`` extension key)."""
+    return {"stamp": float(world.stamp),
+            "objects": {n: {"pos": np.asarray(o.pos, float), "quat": np.asarray(o.quat, float),
+                            "size": np.asarray(o.size, float), "rgba": np.asarray(o.rgba, float),
+                            "shape": o.shape} for n, o in world.objects.items()},
+            "tcp": {a: {"pos": np.asarray(t.pos, float), "quat": np.asarray(t.quat, float)}
+                    for a, t in world.tcp.items()}}
+
+
+def world_from_dict(d: dict) -> WorldState:
+    objects = {n: ObjectState(n, np.asarray(o["pos"], float), np.asarray(o["quat"], float),
+                              np.asarray(o["size"], float), np.asarray(o["rgba"], float),
+                              o.get("shape", "box")) for n, o in d.get("objects", {}).items()}
+    tcp = {a: TcpState(np.asarray(t["pos"], float), np.asarray(t["quat"], float))
+           for a, t in d.get("tcp", {}).items()}
+    return WorldState(float(d.get("stamp", 0.0)), objects, tcp)
+
+
+# --------------------------------------------------------------------------- server
+
+
+def _image_hwc(image) -> np.ndarray:
+    image = np.asarray(image)
+    if image.ndim == 3 and image.shape[0] in (1, 3) and image.shape[-1] not in (1, 3):
+        image = image.transpose(1, 2, 0)  # CHW -> HWC
+    if np.issubdtype(image.dtype, np.floating):
+        image = (255 * np.clip(image, 0.0, 1.0)).astype(np.uint8)
+    return np.ascontiguousarray(image)
+
+
+class PolicyServer:
+    """openpi-style ``infer(obs) -> {"actions": ...}`` around one of our backends."""
+
+    def __init__(self, policy_spec: str, chunk_size: int = 50, control_period: float = 0.06,
+                 key_map="aloha", gripper: str | None = None, follow: str = "language"):
+        from vla_bridge.policy_nodes.registry import make_policy
+        self.spec = policy_spec
+        self.policy = make_policy(policy_spec, chunk_size=chunk_size,
+                                  control_period=control_period, follow=follow)
+        self.chunk_size = int(chunk_size)
+        self.dt = float(control_period)
+        self.key_map = resolve_key_map(key_map)
+        preset = key_map if isinstance(key_map, str) and key_map in KEY_MAPS else None
+        self.gripper = gripper or ("aloha" if preset == "aloha" else "identity")
+        if self.gripper not in GRIPPERS:
+            raise ValueError(f"gripper must be one of {GRIPPERS}, got {self.gripper!r}")
+        self.lock = threading.Lock()
+        self.new_episode = True
+        self.prompt: str | None = None
+        self.calls = 0
+
+    def metadata(self) -> dict:
+        return {"server": "vla_bridge", "policy": self.spec, "action_dim": C.ACTION_DIM,
+                "action_horizon": self.chunk_size, "control_period": self.dt,
+                "joint_names": list(C.JOINT_NAMES), "cameras": list(C.CAMERAS),
+                "key_map": {k: v for k, v in self.key_map.items()}, "gripper": self.gripper,
+                "needs_world_state": bool(self.policy.needs_world_state)}
+
+    def connection_opened(self) -> None:
+        self.new_episode = True
+
+    def infer(self, obs: dict) -> dict:
+        with self.lock:
+            return self._infer(obs)
+
+    def _infer(self, obs: dict) -> dict:
+        if not isinstance(obs, dict):
+            raise ValueError(f"an observation must be a map, got {type(obs).__name__}")
+        km = self.key_map
+        state = get(obs, km["state"])
+        if state is None:
+            raise ValueError(f"observation has no state key {km['state']!r} (keys: {sorted(obs)})")
+        state = state_from_wire(np.asarray(state, dtype=float).reshape(-1), self.gripper)
+        if state.shape != (C.ACTION_DIM,):
+            raise ValueError(f"state must have shape [{C.ACTION_DIM}] (contract joint order), "
+                             f"got {list(state.shape)}")
+        images = {cam: _image_hwc(get(obs, key)) for cam, key in km["images"].items()
+                  if get(obs, key) is not None}
+        prompt = get(obs, km["prompt"], "") if km.get("prompt") else ""
+        prompt = prompt.decode() if isinstance(prompt, bytes) else str(prompt)
+        task = obs.get("vla_bridge/task")
+        if self.new_episode or obs.get("vla_bridge/reset") or prompt != self.prompt:
+            self.policy.reset()
+            if task is not None and self.policy.needs_world_state:
+                self.policy.set_instruction(prompt, task)
+            else:
+                self.policy.set_instruction(prompt)
+            self.new_episode, self.prompt, self.calls = False, prompt, 0
+        world = obs.get("vla_bridge/world")
+        if self.policy.needs_world_state and world is None:
+            raise ValueError(f"backend {self.spec!r} reads the privileged world state: send "
+                             "'vla_bridge/world' (and 'vla_bridge/task') with the observation")
+        stamp = obs.get("vla_bridge/stamp")
+        stamp = float(stamp) if stamp is not None else self.calls * self.chunk_size * self.dt
+        chunk = C.validate_chunk(self.policy.predict(Observation(
+            state=state, images=images, stamp=stamp,
+            world=world_from_dict(world) if world is not None else None)))
+        self.calls += 1
+        return {"actions": actions_to_wire(chunk, self.gripper)}
+
+
+def _health_check(connection, request):
+    if request.path == "/healthz":
+        return connection.respond(http.HTTPStatus.OK, "OK\n")
+    return None
+
+
+async def _handler(server: PolicyServer, websocket) -> None:
+    import websockets
+    import websockets.frames
+    LOG.info("connection from %s opened", websocket.remote_address)
+    server.connection_opened()
+    await websocket.send(packb(server.metadata()))
+    prev_total_s = None
+    while True:
+        try:
+            data = await websocket.recv()
+            start = time.monotonic()
+            obs = unpackb(data)
+            t0 = time.monotonic()
+            reply = await asyncio.to_thread(server.infer, obs)
+            reply["server_timing"] = {"infer_ms": (time.monotonic() - t0) * 1e3}
+            if prev_total_s is not None:
+                reply["server_timing"]["prev_total_ms"] = prev_total_s * 1e3
+            await websocket.send(packb(reply))
+            prev_total_s = time.monotonic() - start
+        except websockets.ConnectionClosed:
+            LOG.info("connection from %s closed", websocket.remote_address)
+            return
+        except Exception:  # noqa: BLE001 - report to the client, as openpi's server does
+            text = traceback.format_exc()
+            LOG.error("request failed:\n%s", text)
+            try:
+                await websocket.send(text)
+                await websocket.close(code=websockets.frames.CloseCode.INTERNAL_ERROR,
+                                      reason="Internal server error. Traceback included in previous frame.")
+            except websockets.ConnectionClosed:
+                pass
+            return
+
+
+async def serve_async(server: PolicyServer, host: str, port: int, ready=None,
+                      stop: asyncio.Event | None = None) -> None:
+    """Serve until ``stop`` is set (or forever); ``ready(port)`` once listening."""
+    from websockets.asyncio.server import serve
+    stop = stop or asyncio.Event()
+    async with serve(functools.partial(_handler, server), host, port, compression=None,
+                     max_size=None, process_request=_health_check) as ws_server:
+        bound = ws_server.sockets[0].getsockname()[1] if ws_server.sockets else port
+        if ready:
+            ready(bound)
+        await stop.wait()
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", required=True,
+                        help="backend: oracle, hold, torch, lerobot, replay, openpi, or "
+                             "package.module:Class; arguments as NAME?key=value&key=value "
+                             "(e.g. 'torch?checkpoint=ckpt/tiny')")
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000, 0 = any free)")
+    parser.add_argument("--chunk-size", type=int, default=50, help="actions per reply (default 50)")
+    parser.add_argument("--control-period", type=float, default=0.06,
+                        help="seconds per action (default 0.06)")
+    parser.add_argument("--key-map", default="aloha",
+                        help=f"observation keys: {', '.join(sorted(KEY_MAPS))} or a JSON object")
+    parser.add_argument("--gripper", default=None, choices=GRIPPERS,
+                        help="gripper convention on the wire (default: aloha for the aloha key map)")
+    parser.add_argument("--follow", default="language", help="oracle only: language or cue")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="[serve] %(message)s")
+    try:
+        server = PolicyServer(args.policy, args.chunk_size, args.control_period, args.key_map,
+                              args.gripper, args.follow)
+    except Exception as exc:  # noqa: BLE001 - a bad spec is a usage error
+        print(f"vla-bridge serve: cannot create policy {args.policy!r}: {exc}", file=sys.stderr)
+        return 2
+
+    def ready(port: int) -> None:
+        print(f"vla-bridge serve: policy {args.policy!r} on ws://{args.host}:{port} "
+              f"(health: http://{args.host}:{port}/healthz)", flush=True)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await serve_async(server, args.host, args.port, ready, stop)
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        print(f"vla-bridge serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        getattr(server.policy, "close", lambda: None)()
+    return 0

@@ -1,0 +1,183 @@
+"""`torch` backend: a small built-in language-conditioned policy (CPU, PyTorch).
+
+Image + state + instruction -> action chunk ``[H, 14]``:
+
+* vision: ``cam_high`` downscaled (area) to ``image_width x image_height`` (64 x 48), a
+  4-layer strided CNN (16-32-64-64 channels) and global average pooling -> 64 features;
+* language: a hashed bag of words. The instruction is lower-cased and split on
+  non-alphanumerics; each word and each adjacent word pair is hashed with CRC-32 (stable
+  across processes, unlike Python's ``hash``) into ``vocab_buckets`` buckets; an
+  ``EmbeddingBag`` (mean) gives ``text_dim`` features. An empty instruction embeds to 0;
+* state: the 14 joints, normalised with the checkpoint's ``state_mean`` / ``state_std``;
+* head: MLP ``[64 + text_dim + 14] -> hidden -> hidden -> H * 14`` predicting normalised
+  *offsets* from the current state; targets = state + offset * ``action_std`` +
+  ``action_mean`` (so an untrained model stays near the current pose).
+
+Checkpoint: a directory with ``config.json`` (``TinyPolicyConfig`` fields plus
+``format``) and ``weights.pt`` (a ``state_dict`` saved by ``torch.save``, loaded with
+``weights_only=True``). ``TorchPolicy(checkpoint=DIR)`` loads it; ``save_checkpoint``
+writes it (training comes later and will reuse these two functions).
+"""
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from itertools import pairwise
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vla_bridge import contract as C
+from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+
+FORMAT = "vla_bridge.tiny_policy/1"
+CONFIG_FILE, WEIGHTS_FILE = "config.json", "weights.pt"
+
+
+@dataclass
+class TinyPolicyConfig:
+    chunk_size: int = 50
+    action_dim: int = C.ACTION_DIM
+    camera: str = "cam_high"
+    image_width: int = 64
+    image_height: int = 48
+    vocab_buckets: int = 4096
+    text_dim: int = 64
+    hidden: int = 256
+    state_mean: list[float] = field(default_factory=lambda: [0.0] * C.ACTION_DIM)
+    state_std: list[float] = field(default_factory=lambda: [1.0] * C.ACTION_DIM)
+    action_mean: list[float] = field(default_factory=lambda: [0.0] * C.ACTION_DIM)
+    action_std: list[float] = field(default_factory=lambda: [0.05] * C.ACTION_DIM)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TinyPolicyConfig:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def tokenize(text: str, buckets: int) -> list[int]:
+    """Hashed words and word pairs of ``text`` (deterministic across processes)."""
+    words = [w for w in re.split(r"[^0-9a-z]+", (text or "").lower()) if w]
+    grams = words + [f"{a} {b}" for a, b in pairwise(words)]
+    return [zlib.crc32(g.encode()) % buckets for g in grams]
+
+
+def build_model(config: TinyPolicyConfig):
+    import torch
+    from torch import nn
+
+    class TinyVLA(nn.Module):
+        def __init__(self, cfg: TinyPolicyConfig):
+            super().__init__()
+            self.cfg = cfg
+            chans = [3, 16, 32, 64, 64]
+            layers = []
+            for cin, cout in pairwise(chans):
+                layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.ReLU()]
+            self.vision = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.text = nn.EmbeddingBag(cfg.vocab_buckets, cfg.text_dim, mode="mean")
+            d = cfg.action_dim
+            self.head = nn.Sequential(
+                nn.Linear(chans[-1] + cfg.text_dim + d, cfg.hidden), nn.ReLU(),
+                nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(),
+                nn.Linear(cfg.hidden, cfg.chunk_size * d))
+            for name in ("state_mean", "state_std", "action_mean", "action_std"):
+                self.register_buffer(name, torch.tensor(getattr(cfg, name), dtype=torch.float32))
+
+        def forward(self, image, state, tokens, offsets):
+            """image [B, 3, h, w] float in [0, 1]; state [B, D]; tokens/offsets: EmbeddingBag
+            input (flat ids, start of each sample). Returns absolute targets [B, H, D]."""
+            vis = self.vision(image * 2.0 - 1.0)
+            txt = self.text(tokens, offsets)
+            s = (state - self.state_mean) / self.state_std
+            out = self.head(torch.cat([vis, txt, s], dim=-1))
+            out = out.view(-1, self.cfg.chunk_size, self.cfg.action_dim)
+            return state[:, None, :] + out * self.action_std + self.action_mean
+
+    return TinyVLA(config)
+
+
+def save_checkpoint(model, config: TinyPolicyConfig, path) -> Path:
+    import torch
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / CONFIG_FILE).write_text(json.dumps({"format": FORMAT, **asdict(config)}, indent=2))
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, path / WEIGHTS_FILE)
+    return path
+
+
+def load_checkpoint(path):
+    """(model in eval mode, config) from a checkpoint directory."""
+    import torch
+    path = Path(path)
+    cfg_file, weights = path / CONFIG_FILE, path / WEIGHTS_FILE
+    if not cfg_file.is_file() or not weights.is_file():
+        raise FileNotFoundError(f"torch policy checkpoint {path} needs {CONFIG_FILE} and "
+                                f"{WEIGHTS_FILE}")
+    raw = json.loads(cfg_file.read_text())
+    if raw.get("format") != FORMAT:
+        raise ValueError(f"{cfg_file}: format {raw.get('format')!r}, expected {FORMAT!r}")
+    config = TinyPolicyConfig.from_dict(raw)
+    model = build_model(config)
+    model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    model.eval()
+    return model, config
+
+
+def init_checkpoint(path, seed: int = 0, **config) -> Path:
+    """A randomly initialised checkpoint (tests, smoke runs, the start of training)."""
+    import torch
+    cfg = TinyPolicyConfig(**config)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = build_model(cfg)
+    return save_checkpoint(model, cfg, path)
+
+
+class TorchPolicy(PolicyBackend):
+    """The built-in tiny policy from a checkpoint directory (CPU only)."""
+
+    def __init__(self, checkpoint: str | None = None, chunk_size: int | None = None,
+                 num_threads: int = 1):
+        import torch
+        if not checkpoint:
+            raise ValueError("the torch policy needs a checkpoint: --policy 'torch?checkpoint=DIR' "
+                             "(a directory with config.json and weights.pt)")
+        if num_threads:
+            torch.set_num_threads(int(num_threads))
+        self.torch = torch
+        self.model, self.config = load_checkpoint(checkpoint)
+        self.checkpoint = str(checkpoint)
+        self.chunk_size = int(chunk_size) if chunk_size else None
+        self.instruction = ""
+        self._tokens = None
+
+    def set_instruction(self, instruction: str, task: dict | None = None) -> None:
+        self.instruction = instruction or ""
+        ids = tokenize(self.instruction, self.config.vocab_buckets)
+        self._tokens = self.torch.tensor(ids, dtype=self.torch.long)
+
+    def preprocess(self, observation: Observation):
+        import cv2
+        cfg = self.config
+        image = observation.images.get(cfg.camera)
+        if image is None:
+            raise ValueError(f"torch policy needs camera {cfg.camera!r}; the observation has "
+                             f"{sorted(observation.images)}")
+        small = cv2.resize(np.asarray(image), (cfg.image_width, cfg.image_height),
+                           interpolation=cv2.INTER_AREA)
+        t = self.torch
+        img = t.from_numpy(np.ascontiguousarray(small)).permute(2, 0, 1)[None].float() / 255.0
+        state = t.as_tensor(np.asarray(observation.state, np.float32)).reshape(1, -1)
+        if state.shape[1] != cfg.action_dim:
+            raise ValueError(f"torch policy expects a [{cfg.action_dim}] state, got {list(state.shape[1:])}")
+        if self._tokens is None:
+            self.set_instruction(self.instruction)
+        return img, state, self._tokens, t.zeros(1, dtype=t.long)
+
+    def predict(self, observation: Observation) -> np.ndarray:
+        with self.torch.inference_mode():
+            out = self.model(*self.preprocess(observation))[0].double().numpy()
+        return out[: self.chunk_size] if self.chunk_size else out
