@@ -67,12 +67,22 @@ class OraclePolicy(PolicyBackend):
 
     @staticmethod
     def _blind_guess(task: TaskSpec) -> TaskSpec:
+        from vla_bridge.scenes import load_scene
         from vla_bridge.tasks import load_suite
-        training = load_suite().training_tasks(task.scene)
+        scene = load_scene(task.scene)
+        present = {p.name for p in scene.layout(task.layout).placements}
+        known = set(scene.objects) | set(scene.fixtures)
+
+        def doable(spec: TaskSpec) -> bool:  # every body it names is in this layout
+            values = [v for v in spec.target.values() if isinstance(v, str)]
+            named = {spec.source, spec.anchor, *values} & known
+            return named <= present
+
+        training = [t.spec for t in load_suite().training_tasks(task.scene) if doable(t.spec)]
         if not training:
             return task
         digest = hashlib.md5(f"{task.id}|{task.layout}".encode()).digest()
-        guess = training[digest[0] % len(training)].spec
+        guess = training[digest[0] % len(training)]
         # the guess is executed in this episode's layout; only its behaviour is borrowed
         return TaskSpec.from_dict({**guess.to_dict(), "layout": task.layout, "level": task.level})
 
