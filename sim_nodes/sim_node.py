@@ -58,6 +58,7 @@ class SimNode(Node):
         self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
         self.frame_fields = None  # field layout of a frame row (fixed within an episode)
+        self.listened: dict = {}  # per-tick publisher -> has subscribers (refresh_listeners)
         self.frame_rows: list = []  # frames not yet published
         self.queue: list[tuple[float, object]] = []  # real time: (due sim time, target)
         self.running = False
@@ -118,6 +119,7 @@ class SimNode(Node):
         self.timing = {"wait_s": 0.0, "step_s": 0.0, "publish_s": 0.0}  # where wall time goes
         budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
         self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget)
+        self.refresh_listeners()
         self.publish_tick()
         self.flush_frames()
         self.publish_world(self.now())
@@ -127,11 +129,21 @@ class SimNode(Node):
         self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     # ------------------------------------------------------------------ publishing
+    def refresh_listeners(self) -> None:
+        """Which per-tick streams have subscribers (checked once per chunk, not per tick): a
+        message nobody reads is not built or sent, which is most of the bridge's cost."""
+        self.listened = {pub: pub.get_subscription_count() > 0
+                         for pub in (self.pub_clock, self.pub_joints, self.pub_cmd)}
+
     def publish_tick(self) -> None:
         t = self.now()
-        self.pub_clock.publish(ros_io.clock_msg(t))
-        self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
-        self.pub_cmd.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
+        listened = self.listened
+        if listened[self.pub_clock]:
+            self.pub_clock.publish(ros_io.clock_msg(t))
+        if listened[self.pub_joints]:
+            self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
+        if listened[self.pub_cmd]:
+            self.pub_cmd.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
         world = self.session.backend.world_state()
         if self.frame_fields is None:  # same bodies all episode
             self.frame_fields = ros_io.frame_fields(len(self.session.command), world)
@@ -195,6 +207,7 @@ class SimNode(Node):
         timing = self.timing
         timing["wait_s"] += time.perf_counter() - self.observed_at
         t0 = time.perf_counter()
+        self.refresh_listeners()
         for _ in self.session.execute(chunk):
             t1 = time.perf_counter()
             self.publish_tick()
@@ -240,6 +253,7 @@ class SimNode(Node):
             self.status(C.STATUS_DONE, ticks=self.session.ticks, calls=self.session.calls,
                         reason="episode length reached (real time)")
         elif self.session.ticks % self.observation_period == 0:
+            self.refresh_listeners()
             self.publish_observation()
 
 
