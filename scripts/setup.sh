@@ -17,7 +17,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO/.venv"
 STAMP="$VENV/.vla_bridge_setup.sha256"
-APT_PACKAGES=(libegl1 libgl1 libgles2 libosmesa6 libegl-mesa0 libgl1-mesa-dri)
+APT_PACKAGES=(libegl1 libgl1 libgles2 libosmesa6 libegl-mesa0 libgl1-mesa-dri libusb-1.0-0)
 
 log() { echo "[setup] $*" >&2; }
 

@@ -137,3 +137,169 @@ def get_graph(name: str) -> GraphSpec:
     if key not in GRAPHS:
         raise KeyError(f"unknown graph {name!r}; known graphs: {sorted(GRAPHS)}")
     return GRAPHS[key]
+
+# ============================================================================== real hardware
+# The real-robot graph, and "sim or hardware is a launch argument" for the sim graph. Kept in
+# one block at the end of the table so the rows above can grow independently.
+
+#: The PiPER node reports its own episode status (ready / chunk_done / done on the wall clock)
+#: here instead of on the contract's episode-status topic; the tracker node records the frames
+#: (FK TCPs + tracked objects) and speaks the full protocol on the contract topic, with a tick
+#: count that matches the frames it published (robot_nodes/tracker_node.py).
+ROBOT_STATUS_TOPIC = "/vla_bridge/robot/episode_status"
+EPISODE_STATUS_TOPIC = "/vla_bridge/episode/status"  # = contract.TOPIC_EPISODE_STATUS
+
+
+@dataclass(frozen=True)
+class RemappedNodeSpec(NodeSpec):
+    """A node with topic remappings (`from`, `to`), applied by both launchers (`-r from:=to`)."""
+    remaps: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RoleChoice:
+    """The nodes that fill a graph's robot role for one value of the role's argument."""
+    nodes: tuple[NodeSpec, ...]
+    params_file: str | None = None  # these nodes' params file; None = the graph's own
+    params: dict = field(default_factory=dict)  # {node: {param: value}} fixed by this choice
+    arg_params: tuple[tuple[str, str], ...] = ()  # (launch argument, "node.param") pairs
+
+
+@dataclass(frozen=True)
+class Role:
+    """A launch argument choosing which nodes fill a role: `default` keeps the graph's own
+    `replaces` nodes; another value swaps them for that choice's nodes."""
+    arg: str
+    default: str
+    replaces: tuple[str, ...]
+    choices: dict  # value -> RoleChoice
+
+    def values(self) -> list[str]:
+        return [self.default, *self.choices]
+
+
+class ArgumentIn:
+    """A ROS 2 launch condition as plain data (launch calls `evaluate(context)`): true when
+    launch argument `name` has one of `values`. Used by the launch files for role choices."""
+
+    def __init__(self, name: str, values):
+        self.name, self.values = name, tuple(values)
+
+    def evaluate(self, context) -> bool:
+        return context.launch_configurations.get(self.name, "") in self.values
+
+    def describe(self) -> str:
+        return f"{self.name} in {list(self.values)}"
+
+
+PIPER = RemappedNodeSpec("piper_node", "vla_bridge.robot_nodes.piper_node", "piper_node",
+                         remaps=((EPISODE_STATUS_TOPIC, ROBOT_STATUS_TOPIC),))
+REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense_node", "realsense_node")
+TRACKER = NodeSpec("tracker_node", "vla_bridge.robot_nodes.tracker_node", "tracker_node")
+ROBOT_NODES = (PIPER, REALSENSE, TRACKER)
+REAL_PARAMS_FILE = "config/robofollow_real.yaml"
+
+ROBOFOLLOW_REAL = GraphSpec(
+    name="robofollow_real",
+    description="RoboFollow pilot trials on the real PiPER pair: PiPER node, RealSense cameras, "
+                "marker tracker, policy node, evaluator (wall clock).",
+    params_file=REAL_PARAMS_FILE,
+    nodes=(PIPER, REALSENSE, TRACKER, POLICY, EVALUATOR),
+    end_node="evaluator_node",
+    args=(
+        LaunchArg("scene", "scene1", "RoboFollow scene of the suite", sets=("evaluator_node.scene",)),
+        LaunchArg("levels", "L0", "comma-separated instruction levels", sets=("evaluator_node.levels",)),
+        LaunchArg("tasks", "", "comma-separated task ids (override scene/levels)",
+                  sets=("evaluator_node.tasks",)),
+        LaunchArg("rounds", "1", "trials per task", type="int", sets=("evaluator_node.rounds",)),
+        LaunchArg("seed", "42", "base seed (recorded with each trial)", type="int",
+                  sets=("evaluator_node.base_seed",)),
+        LaunchArg("output", "runs/real", "run directory", sets=("evaluator_node.output",)),
+        LaunchArg("resume", "true", "skip trials already in the output's results.jsonl",
+                  type="bool", sets=("evaluator_node.resume",)),
+        LaunchArg("policy", "hold", "policy backend (hold: keep the arms still)",
+                  sets=("policy_node.backend",)),
+        LaunchArg("max_policy_calls", "10", "policy calls per trial", type="int",
+                  sets=("evaluator_node.max_policy_calls",)),
+        LaunchArg("max_actions_per_call", "50", "actions executed per policy call", type="int",
+                  sets=("evaluator_node.max_actions_per_call",)),
+        LaunchArg("chunk_size", "50", "actions the policy returns per call", type="int",
+                  sets=("policy_node.chunk_size",)),
+        LaunchArg("episode_timeout", "120.0", "seconds without progress before a trial fails",
+                  type="float", sets=("evaluator_node.episode_timeout",)),
+        LaunchArg("use_fake_hardware", "false",
+                  "drive the PiPER firmware emulator on virtual CAN instead of the arms",
+                  type="bool", sets=("piper_node.use_fake_hardware",)),
+        LaunchArg("arms", "left,right", "arms of the PiPER node (left,right | left | right)",
+                  sets=("piper_node.arms", "tracker_node.arms")),
+        LaunchArg("camera_serials", "",
+                  "cam_high:SERIAL,cam_left_wrist:SERIAL,cam_right_wrist:SERIAL",
+                  sets=("realsense_node.serials",)),
+        LaunchArg("camera_playback_dir", "",
+                  "play the cameras from DIR/<camera>.db3 recordings instead of the devices",
+                  sets=("realsense_node.playback_dir",)),
+        LaunchArg("calibration_file", "",
+                  "table calibration to load (and write after calibrating); empty: calibrate "
+                  "at start-up", sets=("tracker_node.calibration_file",)),
+        LaunchArg("policy_python", "", "Python interpreter of the policy node (empty = this one)"),
+    ),
+)
+
+_FAKE_PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
+                         params={"piper_node": {"use_fake_hardware": True}},
+                         arg_params=(("camera_playback_dir", "realsense_node.playback_dir"),))
+_PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
+                    params={"piper_node": {"use_fake_hardware": False}},
+                    arg_params=_FAKE_PIPER.arg_params)
+
+#: graph name -> the role its `hardware` argument chooses
+ROLES: dict[str, Role] = {
+    "robofollow_sim": Role(arg="hardware", default="sim", replaces=("sim_node",),
+                           choices={"fake_piper": _FAKE_PIPER, "piper": _PIPER}),
+}
+
+# The sim graph gains the role's arguments (they set no parameter of the graph's own params
+# file: the role's nodes take them, see RoleChoice.arg_params).
+ROBOFOLLOW_SIM = GraphSpec(**{**ROBOFOLLOW_SIM.__dict__, "args": ROBOFOLLOW_SIM.args + (
+    LaunchArg("hardware", "sim",
+              "what fills the robot role: sim (MuJoCo), fake_piper (PiPER firmware emulator + "
+              "RealSense + marker tracker, params from " + REAL_PARAMS_FILE + "), piper (the "
+              "real pair)"),
+    LaunchArg("camera_playback_dir", "",
+              "hardware fake_piper|piper: cameras from DIR/<camera>.db3 recordings "
+              "(empty: the devices of " + REAL_PARAMS_FILE + ")"),
+)})
+GRAPHS[ROBOFOLLOW_SIM.name] = ROBOFOLLOW_SIM
+GRAPHS[ROBOFOLLOW_REAL.name] = ROBOFOLLOW_REAL
+
+
+@dataclass(frozen=True)
+class ResolvedNode:
+    """One node to run: its spec, params file (relative to the share dir), fixed parameters,
+    and the launch arguments that set its parameters besides the graph's own `sets`."""
+    spec: NodeSpec
+    params_file: str
+    params: dict
+    arg_params: dict  # launch argument -> parameter name
+
+
+def resolve_nodes(graph: GraphSpec, values: dict[str, str]) -> list[ResolvedNode]:
+    """The nodes `graph` runs for the argument `values` (a role's choice swapped in)."""
+    role = ROLES.get(graph.name)
+    choice = values.get(role.arg, role.default) if role else None
+    if role and choice != role.default and choice not in role.choices:
+        raise ValueError(f"argument {role.arg!r} must be one of {role.values()}, got {choice!r}")
+    out = []
+    for node in graph.nodes:
+        if role and choice != role.default and node.name in role.replaces:
+            picked = role.choices[choice]
+            if node.name != role.replaces[0]:
+                continue
+            for spec in picked.nodes:  # in place of the first replaced node
+                arg_params = {arg: target.split(".", 1)[1] for arg, target in picked.arg_params
+                              if target.split(".", 1)[0] == spec.name}
+                out.append(ResolvedNode(spec, picked.params_file or graph.params_file,
+                                        dict(picked.params.get(spec.name, {})), arg_params))
+            continue
+        out.append(ResolvedNode(node, graph.params_file, {}, {}))
+    return out

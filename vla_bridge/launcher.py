@@ -36,7 +36,14 @@ from typing import TextIO
 
 import yaml
 
-from vla_bridge.launch_args import FASTDDS_PROFILE, PACKAGE, GraphSpec, LaunchArg, get_graph
+from vla_bridge.launch_args import (
+    FASTDDS_PROFILE,
+    PACKAGE,
+    GraphSpec,
+    LaunchArg,
+    get_graph,
+    resolve_nodes,
+)
 
 LOG = "[launcher]"
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
@@ -207,23 +214,39 @@ def _forget_own_ros_wheels(env: dict[str, str]) -> None:
 def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
                   overrides_dir: Path, params_file: Path | None = None,
                   base_env: dict[str, str] | None = None) -> list[NodeCommand]:
-    """The command line and environment of every node (writes the overrides files)."""
+    """The command line and environment of every node (writes the overrides files).
+
+    A graph with a role (launch_args.ROLES, e.g. robofollow_sim's `hardware`) runs the nodes
+    of the chosen value; those nodes read their own params file, get the parameters the choice
+    fixes, and the role's launch arguments (when given) on top."""
     values = resolved_values(graph, given)
     params_file = Path(params_file) if params_file else share_dir / graph.params_file
     if not params_file.is_file():
         raise FileNotFoundError(f"params file {params_file} not found")
     overrides = parameter_overrides(graph, given)
     commands = []
-    for node in graph.nodes:
+    for resolved in resolve_nodes(graph, values):
+        node = resolved.spec
+        node_params = params_file
+        if resolved.params_file != graph.params_file:
+            node_params = share_dir / resolved.params_file
+            if not node_params.is_file():
+                raise FileNotFoundError(f"params file {node_params} not found")
+        node_overrides = {**resolved.params, **overrides.get(node.name, {})}
+        for arg_name, param in resolved.arg_params.items():
+            if arg_name in given:
+                node_overrides[param] = parse_value(graph.arg(arg_name), given[arg_name])
         python = _interpreter(node.python_arg, values)
         overrides_file = overrides_dir / f"{node.name}.overrides.yaml"
         overrides_file.write_text(yaml.safe_dump(
-            {f"/{node.name}": {"ros__parameters": overrides[node.name]}}, sort_keys=False))
+            {f"/{node.name}": {"ros__parameters": node_overrides}}, sort_keys=False))
         argv = [python, "-m", node.module, "--ros-args",
-                "--params-file", str(params_file), "--params-file", str(overrides_file),
+                "--params-file", str(node_params), "--params-file", str(overrides_file),
                 "-r", f"__node:={node.name}"]
+        for source, target in getattr(node, "remaps", ()):
+            argv += ["-r", f"{source}:={target}"]
         commands.append(NodeCommand(node.name, argv, node_env(share_dir, python, graph.env,
-                                                              base_env), overrides[node.name]))
+                                                              base_env), node_overrides))
     return commands
 
 # ------------------------------------------------------------------------ the processes
