@@ -25,11 +25,13 @@ Policies without ``predict_action_chunk`` fall back to ``select_action`` called
 ``gripper``: "identity" (default; the checkpoint was trained on data in our convention,
 1 = open) or "aloha" (openpi/ALOHA normalised joint angle, see openpi_backend).
 
-LeRobot is optional: it is not in requirements.txt because every LeRobot release pins an
-older torch (0.4.4: ``torch<2.11``, ``torchvision<0.26``) and ``opencv-python-headless<4.13``,
-which conflict with this project's ``torch==2.13.0`` and ``opencv-python-headless==5.0.0.93``.
-Install it into a separate virtualenv and point the policy node at it with
-``--policy_python``; without it, this backend raises an ImportError saying so.
+LeRobot is not in requirements.txt because every LeRobot release pins an older torch (0.4.4:
+``torch<2.11``, ``torchvision<0.26``) and ``opencv-python-headless<4.13``, against this
+project's ``torch==2.13.0`` and opencv 5. ``scripts/setup.sh`` installs it anyway, with
+``--no-deps`` after ``requirements-lerobot.txt`` (the policy path's own dependencies,
+constrained by our pins); ``--policy_python`` runs the node from another interpreter when a
+checkpoint needs a LeRobot that cannot live beside them. Without it, this backend raises an
+ImportError saying so.
 """
 from __future__ import annotations
 
@@ -43,10 +45,9 @@ from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 
 INSTALL_HINT = (
     "the lerobot backend needs the `lerobot` package (tested with lerobot 0.4.4), which is not "
-    "installed in this interpreter. It is not in requirements.txt: lerobot pins torch<2.11 and "
-    "opencv-python-headless<4.13, conflicting with torch==2.13.0 / opencv 5 here. Install it in "
-    "its own virtualenv (with this package and the ROS wheels) and launch with "
-    "--policy_python /path/to/that/venv/bin/python")
+    "installed in this interpreter. `bash scripts/setup.sh` installs it (unless "
+    "VLA_BRIDGE_LEROBOT=0); or install it in a virtualenv of its own (with this package and the "
+    "ROS wheels) and launch with --policy_python /path/to/that/venv/bin/python")
 
 
 def _import_lerobot():

@@ -11,7 +11,8 @@
 # when requirements.txt / setup.py / setup.cfg / this script changed (hash stamp in .venv).
 #
 # Environment knobs: VLA_BRIDGE_PYTHON (interpreter to create .venv with, default python3),
-# MUJOCO_GL (kept if set, else probed: egl, then osmesa), ROS_DOMAIN_ID (kept if set).
+# MUJOCO_GL (kept if set, else probed: egl, then osmesa), ROS_DOMAIN_ID (kept if set),
+# VLA_BRIDGE_LEROBOT=0 (leave out the LeRobot backend's packages, requirements-lerobot.txt).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -57,7 +58,9 @@ install_apt_packages() {
 
 # --------------------------------------------------------------------------- virtualenv
 setup_hash() {
-    { cat "$REPO/requirements.txt" "$REPO/setup.py" "$REPO/setup.cfg" "$REPO/scripts/setup.sh"
+    { cat "$REPO/requirements.txt" "$REPO/requirements-lerobot.txt" "$REPO/setup.py" \
+          "$REPO/setup.cfg" "$REPO/scripts/setup.sh" "$REPO/scripts/torchvision_cpu_guard.py"
+      echo "lerobot=${VLA_BRIDGE_LEROBOT:-1}"
       "$VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
 }
 
@@ -77,7 +80,22 @@ ensure_venv() {
     "$VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
     # openpi-client declares numpy<2 but works with numpy 2: install it without its deps
     "$VENV/bin/python" -m pip install -q --no-deps openpi-client==0.1.2 >&2
+    if [ "${VLA_BRIDGE_LEROBOT:-1}" != 0 ]; then install_lerobot; fi
     echo "$want" >"$STAMP"
+}
+
+# LeRobot pins an older torch/opencv than requirements.txt: install its policy-path
+# dependencies constrained by our pins, lerobot itself without dependencies, and the guard
+# that lets torchvision's CUDA wheel import on the CPU torch (see requirements-lerobot.txt).
+install_lerobot() {
+    log "installing the LeRobot backend (requirements-lerobot.txt; VLA_BRIDGE_LEROBOT=0 skips)"
+    "$VENV/bin/python" -m pip install -q -r "$REPO/requirements-lerobot.txt" \
+        -c "$REPO/requirements.txt" >&2
+    "$VENV/bin/python" -m pip install -q --no-deps lerobot==0.4.4 >&2
+    local site
+    site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    cp "$REPO/scripts/torchvision_cpu_guard.py" "$site/vla_bridge_torchvision_cpu_guard.py"
+    echo "import vla_bridge_torchvision_cpu_guard" >"$site/vla_bridge_torchvision_cpu_guard.pth"
 }
 
 # -------------------------------------------------------------------------- environment
