@@ -21,7 +21,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from vla_bridge import contract as C
 from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
@@ -78,20 +77,11 @@ def _obs(state=None, stamp=0.0, seed=0) -> Observation:
 # -------------------------------------------------------------------------- helpers
 
 
-def launch(*graph_args: str, policy_params: dict | None = None, timeout: float = 180):
-    """The robofollow_sim graph; ``policy_params`` override policy_node parameters (through
-    a params file, as they are not launch arguments)."""
+def launch(*graph_args: str, timeout: float = 180):
+    """The robofollow_sim graph through the package's own launcher."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "test"), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args]
-    if policy_params:
-        params = yaml.safe_load((REPO / "config" / "robofollow_sim.yaml").read_text())
-        params["policy_node"]["ros__parameters"].update(policy_params)
-        out = Path(graph_args[graph_args.index("--output") + 1])
-        out.parent.mkdir(parents=True, exist_ok=True)
-        path = out.parent / f"{out.name}.params.yaml"
-        path.write_text(yaml.safe_dump(params))
-        cmd += ["--params-file", str(path)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -384,7 +374,8 @@ def test_async_mode_splices_chunks_without_a_jump(tmp_path):
         proc = launch("--tasks", TASK, "--levels", "", "--output", str(out),
                       "--policy", "test_policy_backends:OffsetRampPolicy",
                       "--max_policy_calls", "4", "--max_actions_per_call", "20",
-                      policy_params={"action_horizon": 20, "async_inference": mode == "async"})
+                      "--action_horizon", "20",
+                      "--async_inference", "true" if mode == "async" else "false")
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         (row,) = results(out)
         assert row["status"] == "ok" and row["frames"] == 81, row

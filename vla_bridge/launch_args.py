@@ -68,6 +68,18 @@ class GraphSpec:
 
 FASTDDS_PROFILE = "config/fastdds_profile.xml"  # relative to the share dir
 
+# Chunk execution of the policy node (docs/policies.md), the same in both graphs.
+CHUNK_EXECUTION_ARGS = (
+    LaunchArg("action_horizon", "50", "actions of each chunk the policy node publishes",
+              type="int", sets=("policy_node.action_horizon",)),
+    LaunchArg("temporal_ensemble", "false",
+              "ACT temporal ensembling of overlapping chunks (needs action_horizon < chunk_size)",
+              type="bool", sets=("policy_node.temporal_ensemble",)),
+    LaunchArg("async_inference", "false",
+              "predict the next chunk while the current one executes and splice them",
+              type="bool", sets=("policy_node.async_inference",)),
+)
+
 SIM = NodeSpec("sim_node", "vla_bridge.sim_nodes.sim_node", "sim_node", python_arg="sim_python")
 POLICY = NodeSpec("policy_node", "vla_bridge.policy_nodes.policy_node", "policy_node",
                   python_arg="policy_python")
@@ -107,6 +119,7 @@ ROBOFOLLOW_SIM = GraphSpec(
                   sets=("evaluator_node.max_actions_per_call",)),
         LaunchArg("chunk_size", "50", "actions the policy returns per call", type="int",
                   sets=("policy_node.chunk_size",)),
+        *CHUNK_EXECUTION_ARGS,
         LaunchArg("episode_timeout", "300.0", "seconds without progress before an episode fails",
                   type="float", sets=("evaluator_node.episode_timeout",)),
         LaunchArg("cue_protocol", "",
@@ -225,6 +238,7 @@ ROBOFOLLOW_REAL = GraphSpec(
                   sets=("evaluator_node.max_actions_per_call",)),
         LaunchArg("chunk_size", "50", "actions the policy returns per call", type="int",
                   sets=("policy_node.chunk_size",)),
+        *CHUNK_EXECUTION_ARGS,
         LaunchArg("episode_timeout", "120.0", "seconds without progress before a trial fails",
                   type="float", sets=("evaluator_node.episode_timeout",)),
         LaunchArg("use_fake_hardware", "false",
