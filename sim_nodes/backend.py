@@ -29,8 +29,12 @@ class SimBackend(ABC):
     control_period: float
 
     @abstractmethod
-    def reset(self, scene: str, layout: str, seed: int) -> None:
-        """Build/restore the scene with the layout's objects jittered by `seed`; arms at home."""
+    def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
+        """Build/restore the scene with the layout's objects jittered by `seed`; arms at home.
+
+        `cue_objects`: scene-instantiated visual cues for this episode
+        (`cues.protocols.SceneCueObject`, e.g. from `episode_scene_cues`); a backend that
+        cannot show them raises NotImplementedError when any are given."""
 
     @abstractmethod
     def apply(self, target: np.ndarray) -> None:

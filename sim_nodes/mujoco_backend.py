@@ -6,7 +6,9 @@ always gives the same episode.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +27,13 @@ SHAPE_NAMES = {mujoco.mjtGeom.mjGEOM_BOX: "box", mujoco.mjtGeom.mjGEOM_SPHERE: "
                mujoco.mjtGeom.mjGEOM_CYLINDER: "cylinder"}
 
 
+def _cue_objects_key(cue_objects) -> tuple:
+    """What makes two sets of cue cards compile to the same model (the texture by content: a
+    node rewrites the same PNG path every episode)."""
+    return tuple((o.name, hashlib.sha1(Path(o.texture).read_bytes()).hexdigest(), tuple(o.pos),
+                  tuple(o.size), tuple(o.quat), o.free, o.mass) for o in cue_objects)
+
+
 class MujocoBackend(SimBackend):
     def __init__(self, control_period: float = 0.06, width: int = contract.IMAGE_WIDTH,
                  height: int = contract.IMAGE_HEIGHT, timestep: float = 0.004,
@@ -39,8 +48,9 @@ class MujocoBackend(SimBackend):
         self._t0 = 0.0
 
     # ------------------------------------------------------------------ model building
-    def _build(self, objects, fixtures, spawn: dict[str, np.ndarray]) -> None:
-        xml = build_mjcf(objects, spawn, timestep=self.timestep, fixtures=fixtures)
+    def _build(self, objects, fixtures, spawn: dict[str, np.ndarray], cue_objects=()) -> None:
+        xml = build_mjcf(objects, spawn, timestep=self.timestep, fixtures=fixtures,
+                         cue_objects=cue_objects)
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._object_specs = list(objects)
@@ -72,14 +82,15 @@ class MujocoBackend(SimBackend):
                                       "box" if obj.shape == "cube" else obj.shape)
 
     # ------------------------------------------------------------------ protocol
-    def reset(self, scene: str, layout: str, seed: int) -> None:
+    def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
         spec = load_scene(scene)
         spawn = sample_layout(spec, layout, seed)
         objects = spec.layout_objects(layout)
         fixtures = [spec.fixtures[name] for name in spawn if name in spec.fixtures]
-        model_key = (scene, tuple(o.name for o in objects), tuple(f.name for f in fixtures))
-        if model_key != self._model_key:  # one compiled model per scene body set
-            self._build(objects, fixtures, spawn)
+        model_key = (scene, tuple(o.name for o in objects), tuple(f.name for f in fixtures),
+                     _cue_objects_key(cue_objects))
+        if model_key != self._model_key:  # one compiled model per scene body set (+ cue cards)
+            self._build(objects, fixtures, spawn, cue_objects)
             self._model_key = model_key
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)

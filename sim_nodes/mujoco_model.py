@@ -166,6 +166,49 @@ def fixture_xml(fixture, xyz) -> str:
             f'rgba="{rgba}" friction="1 0.005 0.0001"/></body>')
 
 
+def _cue_object_xml(cue) -> tuple[str, str]:
+    """(asset XML, body XML) of one scene cue object (see build_mjcf)."""
+    def get(key, default=None):
+        return cue.get(key, default) if isinstance(cue, dict) else getattr(cue, key, default)
+    name = get("name")
+    half = np.asarray(get("size"), float) / 2
+    asset = (f'<texture name="{name}_tex" type="2d" file={quoteattr(str(get("texture")))}/>'
+             f'<material name="{name}_mat" texture="{name}_tex" specular="0.1"/>'
+             f'<material name="{name}_back" rgba="0.93 0.93 0.9 1" specular="0.1"/>')
+    free = bool(get("free", False))
+    joint = f'<freejoint name="{name}"/>' if free else ""
+    mass = float(get("mass", 0.02)) if free else None
+    tent = float(get("tent_deg", 0.0) or 0.0)
+    geoms = (_cue_tent_geoms(name, half, tent, mass) if tent > 0 else
+             _cue_geom(name, f"{name}_mat", half, (0, 0, 0), (1, 0, 0, 0), mass))
+    body = (f'<body name="{name}" pos="{_v(get("pos"))}" quat="{_v(get("quat", (1, 0, 0, 0)))}">'
+            f'{joint}{geoms}</body>')
+    return asset, body
+
+
+def _cue_geom(name: str, material: str, half, pos, quat, mass: float | None) -> str:
+    mass_attr = f' mass="{mass}"' if mass is not None else ""
+    return (f'<geom name="{name}" type="box" size="{_v(half)}" pos="{_v(pos)}" quat="{_v(quat)}" '
+            f'material="{material}"{mass_attr} friction="1 0.005 0.0001"/>')
+
+
+def _cue_tent_geoms(name: str, half, tent_deg: float, mass: float | None) -> str:
+    """A folded card standing on the table: two panels leaning `tent_deg` from vertical,
+    meeting at a ridge above the body origin (which sits on the table). The front panel
+    (facing the body's -y) carries the texture, top row up at the ridge; the back is plain.
+    It stands by itself and falls over when an arm knocks it."""
+    a = np.deg2rad(tent_deg)
+    h = half[1]  # half the panel height
+    tilt = np.pi / 2 - a  # rotation about x that turns a flat panel into the front one
+    centre_z = h * np.cos(a)
+    front_q = (np.cos(tilt / 2), np.sin(tilt / 2), 0.0, 0.0)
+    back_q = (np.cos(-tilt / 2), np.sin(-tilt / 2), 0.0, 0.0)
+    m = None if mass is None else mass / 2
+    return (_cue_geom(name, f"{name}_mat", half, (0, -h * np.sin(a), centre_z), front_q, m)
+            + _cue_geom(f"{name}_back", f"{name}_back", half, (0, h * np.sin(a), centre_z),
+                        back_q, m))
+
+
 def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] | None = None,
                timestep: float = 0.002, fixtures=(), cue_objects=None) -> str:
     """Full MJCF: floor, table, both arms, fixtures (bowls, labels) and the scene objects at
@@ -173,23 +216,15 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
 
     `cue_objects` (optional): scene-instantiated visual cues (LIBERO-VIFO section 4.2), each
     with `name`, `texture` (PNG path), `pos`, `size` (full extents), `quat` (w, x, y, z) and
-    optionally `free` / `mass` (attributes or dict keys; `vla_bridge.cues.protocols.
-    scene_cue_objects` makes them): a thin box whose faces carry the texture, its top row
-    towards the box's local +y."""
+    optionally `free` / `mass` / `tent_deg` (attributes or dict keys; `vla_bridge.cues.
+    protocols.scene_cue_objects` makes them): a thin box whose faces carry the texture, its
+    top row towards the box's local +y; with `tent_deg` > 0 a folded table tent instead (see
+    `_cue_tent_geoms`)."""
     cue_assets, cue_bodies = [], []
     for cue in cue_objects or ():
-        def get(key, default=None, cue=cue):
-            return cue.get(key, default) if isinstance(cue, dict) else getattr(cue, key, default)
-        cname = get("name")
-        half = np.asarray(get("size"), float) / 2
-        cue_assets.append(f'<texture name="{cname}_tex" type="2d" file={quoteattr(str(get("texture")))}/>'
-                          f'<material name="{cname}_mat" texture="{cname}_tex" specular="0.1"/>')
-        free = bool(get("free", False))
-        joint = f'<freejoint name="{cname}"/>' if free else ""
-        mass = f' mass="{float(get("mass", 0.02))}"' if free else ""
-        cue_bodies.append(f'<body name="{cname}" pos="{_v(get("pos"))}" quat="{_v(get("quat", (1, 0, 0, 0)))}">'
-                          f'{joint}<geom name="{cname}" type="box" size="{_v(half)}" '
-                          f'material="{cname}_mat"{mass} friction="1 0.005 0.0001"/></body>')
+        asset, body = _cue_object_xml(cue)
+        cue_assets.append(asset)
+        cue_bodies.append(body)
     kin_data = load_piper_data()
     cameras = cameras or default_cameras()
     act = kin_data["actuation"]

@@ -29,8 +29,9 @@ class SimSession:
         self.ticks = 0
         self.command = home_command()
 
-    def begin(self, scene: str, layout: str, seed: int, budget: Budget | None = None) -> None:
-        self.backend.reset(scene, layout, seed)
+    def begin(self, scene: str, layout: str, seed: int, budget: Budget | None = None,
+              cue_objects=()) -> None:
+        self.backend.reset(scene, layout, seed, cue_objects)
         self.budget = budget or Budget()
         self.calls = 0
         self.ticks = 0

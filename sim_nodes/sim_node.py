@@ -15,7 +15,9 @@ deterministic.
 """
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -62,6 +64,8 @@ class SimNode(Node):
         self.frame_rows: list = []  # frames not yet published
         self.queue: list[tuple[float, object]] = []  # real time: (due sim time, target)
         self.running = False
+        # scene cue cards' textures (rewritten each episode; the backend keys models by content)
+        self.cue_texture_dir = tempfile.mkdtemp(prefix="vla_bridge_sim_cues_")
         self._make_io()
         if not self.lock_step:
             self.create_timer(self.dt, self.real_time_tick)
@@ -118,12 +122,24 @@ class SimNode(Node):
         self.frame_rows = []
         self.timing = {"wait_s": 0.0, "step_s": 0.0, "publish_s": 0.0}  # where wall time goes
         budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
-        self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget)
+        self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget,
+                           cue_objects=self.scene_cues(ctl))
         self.refresh_listeners()
         self.publish_tick()
         self.flush_frames()
         self.publish_world(self.now())
         self.status(C.STATUS_READY, tick=0, stamp=self.now())
+
+    def scene_cues(self, ctl: dict) -> list:
+        """The episode's scene-instantiated cue (cue_placement "scene" in the begin message):
+        a card built from the cue task, family, variant and seed, exactly as a replay will."""
+        if ctl.get("cue_placement") != "scene" or not ctl.get("cue_task"):
+            return []
+        from vla_bridge.cues.protocols import episode_scene_cues
+        from vla_bridge.tasks import TaskSpec
+        return episode_scene_cues(TaskSpec.from_dict(ctl["cue_task"]), ctl.get("cue_family") or "",
+                                  ctl.get("cue_variant") or "", int(ctl["seed"]),
+                                  out_dir=self.cue_texture_dir)
 
     def status(self, kind: str, **fields) -> None:
         self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
@@ -226,6 +242,7 @@ class SimNode(Node):
 
     def close(self) -> None:
         self.session.backend.close()
+        shutil.rmtree(self.cue_texture_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ real time
     def on_chunk_real_time(self, msg: JointTrajectory) -> None:

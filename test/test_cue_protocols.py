@@ -21,6 +21,7 @@ import pytest
 cv2 = pytest.importorskip("cv2")
 
 from vla_bridge.cues import protocols as P  # noqa: E402
+from vla_bridge.policy_nodes.backend import PolicyBackend  # noqa: E402
 from vla_bridge.tasks import TaskSpec, episode_seed, load_suite  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -337,6 +338,7 @@ def test_scene_instantiated_aruco_tag_is_decoded_from_cam_high(suite, tmp_path):
 
 def launch(*args: str, timeout: float = 150):
     env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -384,3 +386,120 @@ def test_graph_cued_images_pass_through_without_a_protocol(tmp_path):
     (row,) = [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
     assert row["status"] == "ok" and row["policy_calls"] == 4 and "cue" not in row
     assert not (out / "cue_metrics.json").exists()
+
+
+# ------------------------------------------------------- scene-instantiated cues (section 4.2)
+
+class FirstViewPolicy(PolicyBackend):
+    """Saves the first cam_high image it is given to ``path`` (PNG) and holds the arms."""
+
+    def __init__(self, path: str, chunk_size: int = 50):
+        self.path, self.chunk_size, self.saved = path, chunk_size, False
+
+    def reset(self):
+        self.saved = False
+
+    def set_instruction(self, instruction, task=None):
+        pass
+
+    def predict(self, observation):
+        if not self.saved:
+            cv2.imwrite(self.path, cv2.cvtColor(observation.images["cam_high"], cv2.COLOR_RGB2BGR))
+            self.saved = True
+        return np.tile(np.asarray(observation.state, float), (self.chunk_size, 1))
+
+
+def _decode_aruco(img) -> list[int]:
+    from vla_bridge.cues.families import aruco_dictionary
+    det = cv2.aruco.ArucoDetector(aruco_dictionary(), cv2.aruco.DetectorParameters())
+    _, ids, _ = det.detectMarkers(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY))
+    return [] if ids is None else ids.ravel().tolist()
+
+
+def test_episode_scene_cue_is_a_standing_card_clear_of_the_objects(suite):
+    from vla_bridge.cues.parser import layout_world
+    from vla_bridge.workcell import TABLE_TOP_Z
+    for scene in ("scene1", "scene2", "scene3", "scene4"):
+        task = suite.eval_tasks(scene)[0]
+        seed = episode_seed(task.id, 0)
+        (card,) = P.episode_scene_cues(task, "F1", "", seed)
+        assert card.free and card.tent_deg > 0 and card.pos[2] == pytest.approx(TABLE_TOP_Z, abs=0.01)
+        objects, fixtures = layout_world(task.scene, task.layout, seed)
+        gap = P._footprint_clearance(np.array(card.pos[:2]), [*objects.values(), *fixtures.values()],
+                                     card.size[0] / 2)
+        assert gap >= 0.05, (scene, card.pos, gap)
+        # the same inputs give the same card (a replay rebuilds it)
+        (again,) = P.episode_scene_cues(task, "F1", "", seed)
+        assert again.pos == card.pos and cv2.imread(again.texture).tobytes() == cv2.imread(card.texture).tobytes()
+    with pytest.raises(ValueError, match="F1, F6, F8"):
+        P.episode_scene_cues(task, "F2", "", 0)
+    with pytest.raises(ValueError, match="overlay, scene"):
+        P.check_placement("floor", "F1")
+
+
+def test_scene_cue_card_in_the_mujoco_backend_decodes_and_can_be_knocked_over(suite):
+    """The card stands on the table facing cam_high: its ArUco tag decodes at 320x240, its QR
+    code at 1280x960; it is a free body the world state does not list, and it topples when
+    pushed."""
+    from vla_bridge.cues.families import marker_id_for, qr_payload
+    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    task = suite.get("L0_pickup_yellow_block_3")
+    small, large = MujocoBackend(), MujocoBackend(width=1280, height=960)
+    try:
+        small.reset(task.scene, task.layout, 42)
+        bare = small.render("cam_high")
+        tag = P.episode_scene_cues(task, "F8", "aruco", 42)
+        small.reset(task.scene, task.layout, 42, tag)
+        img = small.render("cam_high")
+        assert _decode_aruco(img) == [marker_id_for(P.build_cue(task, "F8", "aruco", 42))]
+        assert _decode_aruco(bare) == []
+        assert "cue_card" not in small.world_state().objects
+        qr = P.episode_scene_cues(task, "F8", "qr", 42)
+        large.reset(task.scene, task.layout, 42, qr)
+        text = cv2.QRCodeDetector().detectAndDecode(large.render("cam_high"))[0]
+        assert text == qr_payload(P.build_cue(task, "F8", "qr", 42))
+        # it stands still by itself ...
+        m, d = small.model, small.data
+        adr = m.jnt_qposadr[m.joint("cue_card").id]
+        start = d.qpos[adr:adr + 7].copy()
+        for _ in range(30):
+            small.step()
+        assert np.allclose(d.qpos[adr:adr + 7], start, atol=1e-3)
+        # ... and falls over when shoved at its ridge
+        body = m.body("cue_card").id
+        d.xfrc_applied[body, :3] = (0.0, 0.6, 0.0)
+        small.step()
+        d.xfrc_applied[body, :3] = 0.0
+        for _ in range(20):
+            small.step()
+        assert np.linalg.norm(d.qpos[adr:adr + 3] - start[:3]) > 0.01
+    finally:
+        small.close()
+        large.close()
+
+
+@pytest.mark.slow
+def test_graph_scene_cue_reaches_the_policy_through_the_raw_cameras(tmp_path):
+    """cue_placement scene: the sim node builds the card from the begin message; a policy on
+    the raw images sees the tag, and the oracle following the cue completes it (UVI)."""
+    seen = tmp_path / "first_view.png"
+    out = tmp_path / "seen"
+    proc = launch("--tasks", TASK, "--levels", "", "--output", str(out),
+                  "--cue_protocol", "no_language", "--cue_family", "F8", "--cue_variant", "aruco",
+                  "--cue_placement", "scene", "--max_policy_calls", "1",
+                  "--policy", f"test_cue_protocols:FirstViewPolicy?path={seen}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (row,) = [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
+    assert row["status"] == "ok" and row["cue"]["placement"] == "scene"
+    img = cv2.cvtColor(cv2.imread(str(seen)), cv2.COLOR_BGR2RGB)
+    cue = P.build_cue(load_suite().get(TASK), "F8", "aruco", row["seed"])
+    from vla_bridge.cues.families import marker_id_for
+    assert _decode_aruco(img) == [marker_id_for(cue)]
+
+    out = tmp_path / "oracle"
+    proc = launch("--tasks", TASK, "--levels", "", "--output", str(out),
+                  "--cue_protocol", "no_language", "--cue_family", "F8", "--cue_variant", "aruco",
+                  "--cue_placement", "scene", "--oracle_follow", "cue")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    metrics = json.loads((out / "cue_metrics.json").read_text())
+    assert metrics["by_family"]["F8"]["uvi"] == 100.0

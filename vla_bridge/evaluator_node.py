@@ -39,7 +39,8 @@ class EvaluatorNode(Node):
               "resume": True, "empty_language": False, "episode_timeout": 300.0,
               "discovery_timeout": 60.0, "save_episodes": True}
     # visual-cue protocols (LIBERO-VIFO): see the "visual-cue protocols" methods below
-    PARAMS = {**PARAMS, "cue_protocol": "", "cue_family": "", "cue_variant": ""}
+    PARAMS = {**PARAMS, "cue_protocol": "", "cue_family": "", "cue_variant": "",
+              "cue_placement": "overlay"}
 
     def __init__(self):
         super().__init__("evaluator_node")
@@ -245,12 +246,15 @@ class EvaluatorNode(Node):
     CUE_EXAMPLES = "cue_examples"  # raw | cued PNG per camera of the run's first cue episode
 
     def cue_init(self) -> None:
-        from vla_bridge.cues.protocols import check_protocol, resolve_family_variant
+        from vla_bridge.cues.protocols import (check_placement, check_protocol,
+                                               resolve_family_variant)
         self.cue_protocol = check_protocol(self.p["cue_protocol"])
         self.cue_family = self.cue_variant = None
         if self.cue_protocol and self.cue_protocol != "original":
             self.cue_family, self.cue_variant = resolve_family_variant(
                 self.p["cue_family"], self.p["cue_variant"])
+        # overlay: drawn into the images the policy reads; scene: a card in the sim's scene
+        self.cue_placement = check_placement(self.p["cue_placement"], self.cue_family)
         self.cue_overlay = None
         self.cue_plan = None  # TrialCue of the running trial
         self._cue_suite = None
@@ -277,7 +281,7 @@ class EvaluatorNode(Node):
             found = readers()
         if found:
             self.cue_attach_overlay()  # also without a protocol: policy image_source:=cued
-        elif self.cue_protocol not in ("", "original"):
+        elif self.cue_protocol not in ("", "original") and self.cue_placement == "overlay":
             raise ValueError(f"cue_protocol {self.cue_protocol!r}: nobody subscribes to the cued "
                              f"images ({C.cued_image_topic(C.CAMERAS[0])}, ...); launch the "
                              "policy with image_source:=cued (--image_source cued)")
@@ -286,10 +290,12 @@ class EvaluatorNode(Node):
         """Resuming into a run directory of another protocol/family would mix metrics."""
         if not self.p["resume"]:
             return
-        want = (self.cue_protocol or None, self.cue_family, self.cue_variant)
+        want = (self.cue_protocol or None, self.cue_family, self.cue_variant,
+                self.cue_placement if self.cue_protocol else None)
         for row in run_dir.results():
             cue = row.get("cue") or {}
-            have = (cue.get("protocol"), cue.get("family"), cue.get("variant"))
+            have = (cue.get("protocol"), cue.get("family"), cue.get("variant"),
+                    cue.get("placement", "overlay") if cue else None)
             if have != want:
                 raise ValueError(f"{run_dir.path} holds episodes of cue protocol {have} but this "
                                  f"run is {want}; choose another output directory")
@@ -304,7 +310,7 @@ class EvaluatorNode(Node):
         fields = {"cue_protocol": plan.protocol}
         if plan.cue_task is not None:
             fields.update(cue_task=plan.cue_task.to_dict(), cue_family=plan.family,
-                          cue_variant=plan.variant)
+                          cue_variant=plan.variant, cue_placement=self.cue_placement)
         return fields
 
     def cue_prepare_trial(self, trial: Trial, instruction: str) -> str:
@@ -320,9 +326,10 @@ class EvaluatorNode(Node):
         candidates = self._cue_suite.eval_tasks(trial.task.scene)
         plan = plan_trial(self.cue_protocol, trial.task, trial.seed, candidates,
                           self.cue_family, self.cue_variant)
-        cue = (build_cue(plan.cue_task, plan.family, plan.variant, trial.seed)
-               if plan.cue_task is not None else None)
-        self.cue_overlay.set_cue(cue)
+        drawn = plan.cue_task is not None and self.cue_placement == "overlay"
+        # a scene cue is built by the sim node from the begin message (cue_begin_fields)
+        self.cue_overlay.set_cue(build_cue(plan.cue_task, plan.family, plan.variant, trial.seed)
+                                 if drawn else None)
         self.cue_plan = plan
         return plan.language
 
@@ -332,6 +339,7 @@ class EvaluatorNode(Node):
         if plan is None:
             return
         info = plan.row_fields()
+        info["placement"] = self.cue_placement if plan.cue_task is not None else None
         ok = row["status"] == "ok"
         for role, task in (("language", plan.language_task), ("cue", plan.cue_task)):
             if task is None:
@@ -347,7 +355,7 @@ class EvaluatorNode(Node):
                 info[f"{role}_exec_score"] = s.get("exec_score", 0.0)
                 if s:
                     info[f"{role}_stages"] = s.get("stages", [])
-        if self.cue_overlay is not None and plan.cue_task is not None:
+        if self.cue_overlay is not None and self.cue_overlay.cue is not None:
             info["overlay"] = self.cue_overlay.stats.to_dict()
             self.cue_save_examples(run_dir, trial)
         row["cue"] = info

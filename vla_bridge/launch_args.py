@@ -129,6 +129,10 @@ ROBOFOLLOW_SIM = GraphSpec(
                   sets=("evaluator_node.cue_family",)),
         LaunchArg("cue_variant", "", "variant of the cue family (empty = the family's default)",
                   sets=("evaluator_node.cue_variant",)),
+        LaunchArg("cue_placement", "overlay",
+                  "where the cue appears: overlay (drawn into the policy's images) or scene (a "
+                  "card standing in the sim's workspace; F1, F6, F8)",
+                  sets=("evaluator_node.cue_placement",)),
         LaunchArg("image_source", "raw",
                   "images the policy reads: raw, or cued (the evaluator's cue overlay)",
                   sets=("policy_node.image_source",)),
