@@ -64,6 +64,7 @@ class EvaluatorNode(Node):
         self.frame_count = 0
         self.episode_start: float | None = None
         self.latencies: list[float] = []
+        self.sim_timing: dict = {}  # where the sim's wall time went (from its done status)
         self.last_progress = time.monotonic()
 
     def _status_of_this_episode(self, msg: String) -> dict | None:
@@ -162,7 +163,7 @@ class EvaluatorNode(Node):
             record = self.build_record()
             self.sim_timing = self.sim_done.get("timing", {})
             self.last_record = record
-            return score_episode(task, record), record.n, self.sim_done["calls"]
+            return record, self.sim_done["calls"]
         finally:
             if self.context.ok():  # not after Ctrl-C has shut the context down
                 self.send(C.CONTROL_END)
@@ -216,15 +217,12 @@ class EvaluatorNode(Node):
         instruction = self.cue_prepare_trial(trial, instruction)  # a cue protocol's language
         t0 = time.monotonic()
         try:
-            score, frames, calls = self.run_trial(trial, instruction)
-            row = result_row(trial, score, instruction=instruction, wall_s=time.monotonic() - t0,
-                             frames=frames, policy_calls=calls, policy_latency_ms=self.latencies)
-            row["sim_timing_s"] = self.sim_timing
-            if self.p["save_episodes"]:
-                row["episode_file"] = run_dir.save_episode(trial, self.last_record, row)
+            record, calls = self.run_trial(trial, instruction)
         except EpisodeFailed as exc:
             row = result_row(trial, None, status="failed", error=str(exc), instruction=instruction,
                              wall_s=time.monotonic() - t0)
+        else:
+            row = self.scored_row(run_dir, trial, record, calls, instruction, t0)
         self.cue_annotate_row(row, trial, run_dir)
         run_dir.append(row)
         elapsed = time.monotonic() - t_run
@@ -234,6 +232,25 @@ class EvaluatorNode(Node):
                    else f"FAILED: {row['error']}")
         print(f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
               f"{self.cue_outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)", flush=True)
+
+    def scored_row(self, run_dir: RunDirectory, trial: Trial, record, calls: int,
+                   instruction: str, t0: float) -> dict:
+        """The results row of a finished episode. A scorer error (e.g. a task object missing
+        from the record) fails this episode with the reason, not the run; the episode file is
+        saved either way, so it can be re-scored once the scorer is fixed."""
+        fields = dict(instruction=instruction, frames=record.n, policy_calls=calls,
+                      policy_latency_ms=self.latencies)
+        try:
+            score = score_episode(self.cue_begin_task(trial), record)
+            row = result_row(trial, score, wall_s=time.monotonic() - t0, **fields)
+        except Exception as exc:  # noqa: BLE001 - any scorer bug: record it, keep going
+            self.get_logger().error(f"scoring {trial.task.id} failed: {exc!r}")
+            row = result_row(trial, None, status="failed", error=f"scoring failed: {exc!r}",
+                             wall_s=time.monotonic() - t0, **fields)
+        row["sim_timing_s"] = self.sim_timing
+        if self.p["save_episodes"]:
+            row["episode_file"] = run_dir.save_episode(trial, record, row)
+        return row
 
     # ------------------------------------------------------------------ visual-cue protocols
     # LIBERO-VIFO protocols (vla_bridge.cues.protocols): cue_protocol "" (off), original,
@@ -349,7 +366,7 @@ class EvaluatorNode(Node):
                 info[f"{role}_intent_score"] = row["intent_score"] if ok else 0.0
                 info[f"{role}_exec_score"] = row["exec_score"] if ok else 0.0
             else:
-                s = score_episode(task, self.last_record).to_dict() if ok else {}
+                s = self.cue_score(task, role, info) if ok else {}
                 info[f"{role}_complete"] = bool(s.get("complete", False))
                 info[f"{role}_intent_score"] = s.get("intent_score", 0.0)
                 info[f"{role}_exec_score"] = s.get("exec_score", 0.0)
@@ -359,6 +376,15 @@ class EvaluatorNode(Node):
             info["overlay"] = self.cue_overlay.stats.to_dict()
             self.cue_save_examples(run_dir, trial)
         row["cue"] = info
+
+    def cue_score(self, task, role: str, info: dict) -> dict:
+        """Scores of the episode against the protocol's other task ({} and the reason in
+        info["<role>_error"] when the scorer fails)."""
+        try:
+            return score_episode(task, self.last_record).to_dict()
+        except Exception as exc:  # noqa: BLE001 - as in scored_row: record, keep going
+            info[f"{role}_error"] = f"scoring failed: {exc!r}"
+            return {}
 
     def cue_save_examples(self, run_dir: RunDirectory, trial: Trial) -> None:
         out = run_dir.path / self.CUE_EXAMPLES
