@@ -43,27 +43,6 @@ def import_pyrealsense2():
     return pyrealsense2
 
 
-#: depth registered to the colour image, per contract camera (realsense-ros uses this name)
-DEPTH_SUFFIX = "aligned_depth_to_color"
-
-
-def depth_image_topic(camera: str) -> str:
-    """`/<camera>/aligned_depth_to_color/image_raw` (16UC1, registered to the colour image)."""
-    return C.image_topic(camera).replace("/image_raw", f"/{DEPTH_SUFFIX}/image_raw")
-
-
-def depth_camera_info_topic(camera: str) -> str:
-    return C.camera_info_topic(camera).replace("/camera_info", f"/{DEPTH_SUFFIX}/camera_info")
-
-
-def full_image_topic(camera: str) -> str:
-    """`/<camera>/color/image_raw`: colour at the stream's own size (for the marker tracker)."""
-    return C.image_topic(camera).replace("/image_raw", "/color/image_raw")
-
-
-def full_camera_info_topic(camera: str) -> str:
-    return C.camera_info_topic(camera).replace("/camera_info", "/color/camera_info")
-
 # ----------------------------------------------------------------------- parameter parsing
 
 

@@ -268,17 +268,17 @@ class RealsenseNode(Node):
                           for c in self.cameras}
         self.pub_info = {c: self.create_publisher(CameraInfo, C.camera_info_topic(c),
                                                   q(C.QOS_IMAGES)) for c in self.cameras}
-        self.pub_full = {c: self.create_publisher(Image, rio.full_image_topic(c), q(C.QOS_LATEST))
+        self.pub_full = {c: self.create_publisher(Image, C.full_image_topic(c), q(C.QOS_LATEST))
                          for c in self.cameras if c in self.full_resolution}
-        self.pub_full_info = {c: self.create_publisher(CameraInfo, rio.full_camera_info_topic(c),
+        self.pub_full_info = {c: self.create_publisher(CameraInfo, C.full_camera_info_topic(c),
                                                        q(C.QOS_LATEST))
                               for c in self.cameras if c in self.full_resolution}
         self.pub_depth, self.pub_depth_info = {}, {}
         if self.p["enable_depth"]:
-            self.pub_depth = {c: self.create_publisher(Image, rio.depth_image_topic(c),
+            self.pub_depth = {c: self.create_publisher(Image, C.depth_image_topic(c),
                                                        q(C.QOS_IMAGES)) for c in self.cameras}
             self.pub_depth_info = {c: self.create_publisher(
-                CameraInfo, rio.depth_camera_info_topic(c), q(C.QOS_IMAGES)) for c in self.cameras}
+                CameraInfo, C.depth_camera_info_topic(c), q(C.QOS_IMAGES)) for c in self.cameras}
         if self.p["observe_on_episode"]:
             self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES,
                                                     q(C.QOS_STATE))

@@ -44,7 +44,6 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge import ros_io
-from vla_bridge.launch_args import ROBOT_STATUS_TOPIC
 from vla_bridge.robot_nodes import tracker as T
 from vla_bridge.robot_nodes.realsense_io import intrinsics_from_camera_info
 from vla_bridge.world import WorldState
@@ -57,7 +56,7 @@ DEFAULTS = {
     "calibration_file": "",
     "recalibrate": False,  # ignore an existing calibration file
     "arms": ",".join(C.ARMS),
-    "robot_status_topic": ROBOT_STATUS_TOPIC,  # empty: no episode relay, world state only
+    "robot_status_topic": C.TOPIC_ROBOT_EPISODE_STATUS,  # empty: no episode relay, world state only
     "frame_flush_period_s": 0.25,
     "require_task_objects": True,
     # a recording episode in which the robot reports no progress (ready / chunk_done) for this

@@ -270,9 +270,9 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
         probe.create_subscription(Image, C.image_topic(cam), keep("image", cam), q(C.QOS_IMAGES))
         probe.create_subscription(CameraInfo, C.camera_info_topic(cam), keep("info", cam),
                                   q(C.QOS_IMAGES))
-    probe.create_subscription(Image, rio.depth_image_topic("cam_high"),
+    probe.create_subscription(Image, C.depth_image_topic("cam_high"),
                               lambda m: got["depth"].append(m), q(C.QOS_IMAGES))
-    probe.create_subscription(Image, rio.full_image_topic("cam_high"),
+    probe.create_subscription(Image, C.full_image_topic("cam_high"),
                               lambda m: got["full"].append(m), q(C.QOS_LATEST))
     probe.create_subscription(JointState, C.TOPIC_JOINT_STATES,
                               lambda m: got["joints"].append(m), q(C.QOS_STATE))

@@ -106,6 +106,10 @@ TOPIC_FRAMES = f"{NS}/frames"  # std_msgs/Float64MultiArray, batches of per-tick
 TOPIC_EPISODE_CONTROL = f"{NS}/episode/control"  # std_msgs/String JSON, evaluator -> all
 TOPIC_EPISODE_STATUS = f"{NS}/episode/status"  # std_msgs/String JSON, sim/robot -> evaluator
 TOPIC_POLICY_STATUS = f"{NS}/policy/status"  # std_msgs/String JSON, policy -> evaluator
+#: Real graph: the PiPER node's own episode status (wall-clock ready / chunk_done / done) is
+#: remapped here; the tracker node relays the full protocol on TOPIC_EPISODE_STATUS with a
+#: tick count that matches the frames it published (robot_nodes/tracker_node.py).
+TOPIC_ROBOT_EPISODE_STATUS = f"{NS}/robot/episode_status"
 
 
 def image_topic(camera: str) -> str:
@@ -123,6 +127,33 @@ def cued_image_topic(camera: str) -> str:
     """What the policy sees after the evaluator's visual-cue overlay."""
     _check_camera(camera)
     return f"{NS}/cued/{camera}/image_raw"
+
+
+#: RealSense extras beside the contract's images (realsense-ros names): depth registered to the
+#: colour image (16UC1), and colour at the stream's own size (for the marker tracker)
+DEPTH_SUFFIX = "aligned_depth_to_color"
+
+
+def depth_image_topic(camera: str) -> str:
+    """`/<camera>/aligned_depth_to_color/image_raw` (16UC1, registered to the colour image)."""
+    _check_camera(camera)
+    return f"/{camera}/{DEPTH_SUFFIX}/image_raw"
+
+
+def depth_camera_info_topic(camera: str) -> str:
+    _check_camera(camera)
+    return f"/{camera}/{DEPTH_SUFFIX}/camera_info"
+
+
+def full_image_topic(camera: str) -> str:
+    """`/<camera>/color/image_raw`: colour at the stream's own size (for the marker tracker)."""
+    _check_camera(camera)
+    return f"/{camera}/color/image_raw"
+
+
+def full_camera_info_topic(camera: str) -> str:
+    _check_camera(camera)
+    return f"/{camera}/color/camera_info"
 
 
 def _check_camera(camera: str) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vla_bridge import contract
+
 PACKAGE = "vla_bridge"
 
 # Parameter types an argument may carry; launchers render values as typed YAML, so a
@@ -159,12 +161,10 @@ def get_graph(name: str) -> GraphSpec:
 # The real-robot graph, and "sim or hardware is a launch argument" for the sim graph. Kept in
 # one block at the end of the table so the rows above can grow independently.
 
-#: The PiPER node reports its own episode status (ready / chunk_done / done on the wall clock)
-#: here instead of on the contract's episode-status topic; the tracker node records the frames
-#: (FK TCPs + tracked objects) and speaks the full protocol on the contract topic, with a tick
-#: count that matches the frames it published (robot_nodes/tracker_node.py).
-ROBOT_STATUS_TOPIC = "/vla_bridge/robot/episode_status"
-EPISODE_STATUS_TOPIC = "/vla_bridge/episode/status"  # = contract.TOPIC_EPISODE_STATUS
+#: The PiPER node's episode status goes to its own topic; the tracker node relays the full
+#: protocol on the contract's (see contract.TOPIC_ROBOT_EPISODE_STATUS).
+ROBOT_STATUS_TOPIC = contract.TOPIC_ROBOT_EPISODE_STATUS
+EPISODE_STATUS_TOPIC = contract.TOPIC_EPISODE_STATUS
 
 
 @dataclass(frozen=True)
