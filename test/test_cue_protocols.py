@@ -503,3 +503,51 @@ def test_graph_scene_cue_reaches_the_policy_through_the_raw_cameras(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     metrics = json.loads((out / "cue_metrics.json").read_text())
     assert metrics["by_family"]["F8"]["uvi"] == 100.0
+
+
+# ------------------------------------------------------------------ CueRun (the evaluator's logic)
+
+def test_cue_run_plans_annotates_and_guards_the_run_directory(suite):
+    from vla_bridge.cues.run import CueRun
+    from vla_bridge.tasks import plan_trials
+    trial = plan_trials([suite.get(TASK)], 1, 42)[0]
+    off = CueRun()
+    assert off.prepare(trial, "say") == ("say", None) and off.begin_fields() == {}
+    row = {"status": "ok", "complete": True, "intent_score": 1.0, "exec_score": 1.0}
+    off.annotate(row, lambda task: {})
+    assert "cue" not in row and off.outcome(row) == ""
+
+    run = CueRun("conflict", "F2", "")
+    language, cue = run.prepare(trial, trial.task.instruction)
+    partner = run.begin_task(trial)
+    assert partner.id != TASK and language == partner.instruction and cue.family == "F2"
+    fields = run.begin_fields()
+    assert fields["cue_task"]["id"] == TASK and fields["cue_placement"] == "overlay"
+    scored = []
+
+    def score(task):  # the episode scored against the cue task (the trial's)
+        scored.append(task.id)
+        return {"complete": False, "intent_score": 0.5, "exec_score": 0.0, "stages": []}
+
+    row = {"status": "ok", "complete": True, "intent_score": 1.0, "exec_score": 1.0}
+    run.annotate(row, score)
+    assert scored == [TASK]
+    assert row["cue"]["language_complete"] is True and row["cue"]["cue_complete"] is False
+    assert row["cue"]["cue_intent_score"] == 0.5 and row["cue"]["placement"] == "overlay"
+    assert "language yes cue no" in run.outcome(row)
+
+    def broken(task):
+        raise KeyError("red_sphere")
+
+    row = {"status": "ok", "complete": True, "intent_score": 1.0, "exec_score": 1.0}
+    run.annotate(row, broken)
+    assert row["cue"]["cue_complete"] is False and "red_sphere" in row["cue"]["cue_error"]
+    # a run directory of another protocol, family or placement is refused
+    run.check_output([row])
+    with pytest.raises(ValueError, match="another output directory"):
+        CueRun("conflict", "F8", "").check_output([row])
+    with pytest.raises(ValueError, match="no scene object"):
+        CueRun("conflict", "F2", "", placement="scene")
+    scene = CueRun("no_language", "F8", "aruco", placement="scene")
+    assert not scene.needs_cued_images and scene.prepare(trial, "x")[1] is None
+    assert scene.begin_fields()["cue_placement"] == "scene"

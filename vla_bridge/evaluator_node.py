@@ -149,10 +149,10 @@ class EvaluatorNode(Node):
         self._reset_episode_state()
         budget = {"max_policy_calls": self.p["max_policy_calls"],
                   "max_actions_per_call": self.p["max_actions_per_call"]}
-        task = self.cue_begin_task(trial)  # trial.task unless a cue protocol says otherwise
+        task = self.cues.begin_task(trial)  # trial.task unless a cue protocol says otherwise
         self.pub_instruction.publish(String(data=instruction))
         self.send(C.CONTROL_BEGIN, task=task.to_dict(), seed=trial.seed,
-                  instruction=instruction, **budget, **self.cue_begin_fields())
+                  instruction=instruction, **budget, **self.cues.begin_fields())
         timeout = self.p["episode_timeout"]
         try:
             self.spin_until(lambda: self.sim_ready and self.policy_ready, timeout, "sim and policy reset")
@@ -191,7 +191,11 @@ class EvaluatorNode(Node):
     def run(self) -> int:
         trials = self.trials()
         run_dir = RunDirectory(self.p["output"])
-        self.cue_check_output(run_dir)
+        if self.p["resume"]:  # resuming into another protocol's directory would mix metrics
+            try:
+                self.cues.check_output(run_dir.results())
+            except ValueError as exc:
+                raise ValueError(f"{run_dir.path}: {exc}") from None
         todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]))
         log = self.get_logger()
         log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done -> {run_dir.path}")
@@ -208,7 +212,9 @@ class EvaluatorNode(Node):
         summary = summarize(run_dir.results())
         run_dir.finish(status, summary)
         print(format_table(summary), flush=True)
-        self.cue_finish(run_dir)
+        table = self.cues.finish(run_dir.path, run_dir.results())
+        if table:
+            print(table, flush=True)
         print(f"results: {run_dir.path}", flush=True)
         return 0 if status == "finished" else 3
 
@@ -231,7 +237,7 @@ class EvaluatorNode(Node):
                    f"CR {'yes' if row['complete'] else 'no '}" if row["status"] == "ok"
                    else f"FAILED: {row['error']}")
         print(f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
-              f"{self.cue_outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)", flush=True)
+              f"{self.cues.outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)", flush=True)
 
     def scored_row(self, run_dir: RunDirectory, trial: Trial, record, calls: int,
                    instruction: str, t0: float) -> dict:
@@ -241,7 +247,7 @@ class EvaluatorNode(Node):
         fields = dict(instruction=instruction, frames=record.n, policy_calls=calls,
                       policy_latency_ms=self.latencies)
         try:
-            score = score_episode(self.cue_begin_task(trial), record)
+            score = score_episode(self.cues.begin_task(trial), record)
             row = result_row(trial, score, wall_s=time.monotonic() - t0, **fields)
         except Exception as exc:  # noqa: BLE001 - any scorer bug: record it, keep going
             self.get_logger().error(f"scoring {trial.task.id} failed: {exc!r}")
@@ -253,28 +259,19 @@ class EvaluatorNode(Node):
         return row
 
     # ------------------------------------------------------------------ visual-cue protocols
-    # LIBERO-VIFO protocols (vla_bridge.cues.protocols): cue_protocol "" (off), original,
-    # authorized, conflict, no_language. The evaluator conditions the camera images with a
-    # CueOverlay (raw -> contract.cued_image_topic), sends each protocol's language, tells the
-    # nodes the cue's task ("cue_task" in begin), scores the episode against the language task
-    # (the row's usual scores) and the cue task (row["cue"]), and writes cue_metrics.json and
-    # cue_table.txt. The policy must read the cued images (policy_node image_source:=cued).
+    # LIBERO-VIFO protocols: the pure part (plans, begin fields, row annotation, metrics) is
+    # vla_bridge.cues.run.CueRun; here only the ROS side. A CueOverlay conditions the camera
+    # images (raw -> contract.cued_image_topic) when the cue is drawn (cue_placement overlay;
+    # the policy must then read image_source:=cued); with cue_placement scene the sim node
+    # stands the cue in the scene and the images pass through.
     CUE_WAIT_S = 5.0  # how long to wait for the policy's subscription to the cued images
     CUE_EXAMPLES = "cue_examples"  # raw | cued PNG per camera of the run's first cue episode
 
     def cue_init(self) -> None:
-        from vla_bridge.cues.protocols import (check_placement, check_protocol,
-                                               resolve_family_variant)
-        self.cue_protocol = check_protocol(self.p["cue_protocol"])
-        self.cue_family = self.cue_variant = None
-        if self.cue_protocol and self.cue_protocol != "original":
-            self.cue_family, self.cue_variant = resolve_family_variant(
-                self.p["cue_family"], self.p["cue_variant"])
-        # overlay: drawn into the images the policy reads; scene: a card in the sim's scene
-        self.cue_placement = check_placement(self.p["cue_placement"], self.cue_family)
+        from vla_bridge.cues.run import CueRun
+        self.cues = CueRun(self.p["cue_protocol"], self.p["cue_family"], self.p["cue_variant"],
+                           self.p["cue_placement"])
         self.cue_overlay = None
-        self.cue_plan = None  # TrialCue of the running trial
-        self._cue_suite = None
 
     def cue_attach_overlay(self) -> None:
         if self.cue_overlay is None:
@@ -283,108 +280,38 @@ class EvaluatorNode(Node):
 
     def cue_check_graph(self) -> None:
         """Attach the overlay when a protocol is on, or when someone reads the cued images
-        anyway (pass-through); a protocol that shows a cue to a policy reading raw images is
+        anyway (pass-through); a protocol that draws a cue for a policy reading raw images is
         an error (its results would be the cue-free ones)."""
-        if self.cue_protocol:
+        if self.cues.protocol:
             self.cue_attach_overlay()
 
         def readers() -> int:
             return min(self.count_subscribers(C.cued_image_topic(c)) for c in C.CAMERAS)
 
-        deadline = time.monotonic() + (self.CUE_WAIT_S if self.cue_protocol else 0.3)
+        deadline = time.monotonic() + (self.CUE_WAIT_S if self.cues.protocol else 0.3)
         found = readers()
         while not found and time.monotonic() < deadline:
             rclpy.spin_once(self, timeout_sec=0.05)
             found = readers()
         if found:
             self.cue_attach_overlay()  # also without a protocol: policy image_source:=cued
-        elif self.cue_protocol not in ("", "original") and self.cue_placement == "overlay":
-            raise ValueError(f"cue_protocol {self.cue_protocol!r}: nobody subscribes to the cued "
+        elif self.cues.needs_cued_images:
+            raise ValueError(f"cue_protocol {self.cues.protocol!r}: nobody subscribes to the cued "
                              f"images ({C.cued_image_topic(C.CAMERAS[0])}, ...); launch the "
                              "policy with image_source:=cued (--image_source cued)")
 
-    def cue_check_output(self, run_dir: RunDirectory) -> None:
-        """Resuming into a run directory of another protocol/family would mix metrics."""
-        if not self.p["resume"]:
-            return
-        want = (self.cue_protocol or None, self.cue_family, self.cue_variant,
-                self.cue_placement if self.cue_protocol else None)
-        for row in run_dir.results():
-            cue = row.get("cue") or {}
-            have = (cue.get("protocol"), cue.get("family"), cue.get("variant"),
-                    cue.get("placement", "overlay") if cue else None)
-            if have != want:
-                raise ValueError(f"{run_dir.path} holds episodes of cue protocol {have} but this "
-                                 f"run is {want}; choose another output directory")
-
-    def cue_begin_task(self, trial: Trial):
-        return self.cue_plan.begin_task if self.cue_plan is not None else trial.task
-
-    def cue_begin_fields(self) -> dict:
-        plan = self.cue_plan
-        if plan is None:
-            return {}
-        fields = {"cue_protocol": plan.protocol}
-        if plan.cue_task is not None:
-            fields.update(cue_task=plan.cue_task.to_dict(), cue_family=plan.family,
-                          cue_variant=plan.variant, cue_placement=self.cue_placement)
-        return fields
-
     def cue_prepare_trial(self, trial: Trial, instruction: str) -> str:
         """Plan the trial's protocol, set the overlay's cue; returns the policy's language."""
-        self.cue_plan = None
-        if not self.cue_protocol:
-            if self.cue_overlay is not None:
-                self.cue_overlay.set_cue(None)
-            return instruction
-        from vla_bridge.cues.protocols import build_cue, plan_trial
-        if self._cue_suite is None:
-            self._cue_suite = load_suite()
-        candidates = self._cue_suite.eval_tasks(trial.task.scene)
-        plan = plan_trial(self.cue_protocol, trial.task, trial.seed, candidates,
-                          self.cue_family, self.cue_variant)
-        drawn = plan.cue_task is not None and self.cue_placement == "overlay"
-        # a scene cue is built by the sim node from the begin message (cue_begin_fields)
-        self.cue_overlay.set_cue(build_cue(plan.cue_task, plan.family, plan.variant, trial.seed)
-                                 if drawn else None)
-        self.cue_plan = plan
-        return plan.language
+        language, drawn = self.cues.prepare(trial, instruction)
+        if self.cue_overlay is not None:
+            self.cue_overlay.set_cue(drawn)
+        return language
 
     def cue_annotate_row(self, row: dict, trial: Trial, run_dir: RunDirectory) -> None:
-        """row["cue"]: the protocol, both tasks and whether each was completed."""
-        plan = self.cue_plan
-        if plan is None:
-            return
-        info = plan.row_fields()
-        info["placement"] = self.cue_placement if plan.cue_task is not None else None
-        ok = row["status"] == "ok"
-        for role, task in (("language", plan.language_task), ("cue", plan.cue_task)):
-            if task is None:
-                info[f"{role}_complete"] = None
-            elif task.id == plan.begin_task.id:  # the row's own scores are this task's
-                info[f"{role}_complete"] = bool(ok and row["complete"])
-                info[f"{role}_intent_score"] = row["intent_score"] if ok else 0.0
-                info[f"{role}_exec_score"] = row["exec_score"] if ok else 0.0
-            else:
-                s = self.cue_score(task, role, info) if ok else {}
-                info[f"{role}_complete"] = bool(s.get("complete", False))
-                info[f"{role}_intent_score"] = s.get("intent_score", 0.0)
-                info[f"{role}_exec_score"] = s.get("exec_score", 0.0)
-                if s:
-                    info[f"{role}_stages"] = s.get("stages", [])
-        if self.cue_overlay is not None and self.cue_overlay.cue is not None:
-            info["overlay"] = self.cue_overlay.stats.to_dict()
+        self.cues.annotate(row, lambda task: score_episode(task, self.last_record).to_dict())
+        if "cue" in row and self.cue_overlay is not None and self.cue_overlay.cue is not None:
+            row["cue"]["overlay"] = self.cue_overlay.stats.to_dict()
             self.cue_save_examples(run_dir, trial)
-        row["cue"] = info
-
-    def cue_score(self, task, role: str, info: dict) -> dict:
-        """Scores of the episode against the protocol's other task ({} and the reason in
-        info["<role>_error"] when the scorer fails)."""
-        try:
-            return score_episode(task, self.last_record).to_dict()
-        except Exception as exc:  # noqa: BLE001 - as in scored_row: record, keep going
-            info[f"{role}_error"] = f"scoring failed: {exc!r}"
-            return {}
 
     def cue_save_examples(self, run_dir: RunDirectory, trial: Trial) -> None:
         out = run_dir.path / self.CUE_EXAMPLES
@@ -398,22 +325,6 @@ class EvaluatorNode(Node):
             pair = np.concatenate([raw, np.full((raw.shape[0], 4, 3), 255, np.uint8), cued], axis=1)
             cv2.imwrite(str(out / f"{trial.task.id}_r{trial.round}_{cam}.png"),
                         cv2.cvtColor(pair, cv2.COLOR_RGB2BGR))
-
-    def cue_outcome(self, row: dict) -> str:
-        cue = row.get("cue")
-        if not cue or cue.get("cue_complete") is None:
-            return ""
-        lang = cue.get("language_complete")
-        said = "" if lang is None else f" language {'yes' if lang else 'no'}"
-        return f" | {cue['protocol']} {cue['family']}/{cue['variant']}:{said} cue " \
-               f"{'yes' if cue['cue_complete'] else 'no'}"
-
-    def cue_finish(self, run_dir: RunDirectory) -> None:
-        if not self.cue_protocol:
-            return
-        from vla_bridge.cues.protocols import format_cue_table, write_cue_metrics
-        metrics = write_cue_metrics(run_dir.path, run_dir.results())
-        print(format_cue_table(metrics), flush=True)
 
 
 def main(args=None) -> int:
