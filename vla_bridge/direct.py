@@ -7,10 +7,11 @@ from vla_bridge.tasks import TaskSpec
 
 
 def run_episode_direct(session, policy, task: TaskSpec, seed: int, budget=None,
-                       instruction: str | None = None, images: bool = True):
-    """Returns (EpisodeRecord, EpisodeScore)."""
+                       instruction: str | None = None, images: bool = True, cue_objects=()):
+    """Returns (EpisodeRecord, EpisodeScore). ``cue_objects``: scene cue cards in the reset
+    (as the sim node adds them under cue_placement scene)."""
     from vla_bridge.scoring import score_episode
-    session.begin(task.scene, task.layout, seed, budget)
+    session.begin(task.scene, task.layout, seed, budget, cue_objects=cue_objects)
     policy.reset()
     policy.set_instruction(task.instruction if instruction is None else instruction, task.to_dict())
     recorder = FrameRecorder()

@@ -17,6 +17,14 @@ From ``results.jsonl`` (one row per episode) it computes, per scene/level and ov
   the same scene, layout and seed (the lock-step sim is deterministic; the replay checks the
   TCP positions against the recorded ones), rendered from ``cam_high`` with the instruction,
   frame index and scores drawn in (MP4 via OpenCV ``mp4v``, animated GIF via PIL otherwise).
+  When the episode ran under a visual-cue protocol (its row has a ``cue`` with a family and a
+  cue task), the video shows by default what the policy saw: the evaluator's CueSpec is
+  rebuilt (``cues.replay.episode_cue``) and every replayed frame goes through the overlay's
+  own conditioning (``cues.replay.CueConditioner``: anchors re-resolved in the replayed world
+  state, wrist cameras from the replayed joints, the same ghost path). ``--video-view``
+  chooses ``cued``, ``raw`` or ``both`` (side by side, raw left). A cue placed in the scene
+  (``cue_placement`` scene) is rebuilt as the sim node's card in the replay's reset instead:
+  the sim images show it, so there is one view.
 
 Everything lands in the run directory: ``report.md``, ``report.json``, ``plots/``, ``videos/``.
 Numbers in ``report.json`` are percentages (0-100), like the paper's.
@@ -67,6 +75,7 @@ DEFAULT_BOOT = 2000
 DEFAULT_SEED = 0
 DEFAULT_CONFIDENCE = 0.95
 VIDEO_CAMERA = "cam_high"
+VIDEO_VIEWS = ("cued", "raw", "both")  # what a replay video shows; default: cued if the episode had a cue
 REPLAY_DRIFT_WARN_M = 1e-3  # replayed TCP further than this from the record: not the same episode
 
 
@@ -435,6 +444,9 @@ class VideoResult:
     render_s: float  # wall time of replay + rendering + encoding
     max_tcp_drift_m: float  # max |replayed TCP - recorded TCP| over the rendered frames
     note: str = ""
+    view: str = "raw"  # "raw", "cued" or "both" (raw | cued side by side)
+    cue: str = ""  # the episode's cue (protocol | family / variant | cue task); "" without one
+    cue_ms_per_frame: float | None = None  # mean cue conditioning time of a frame (cued views)
 
 
 def _wrap(text: str, max_width: int, font, scale: float, thickness: int) -> list[str]:
@@ -451,18 +463,26 @@ def _wrap(text: str, max_width: int, font, scale: float, thickness: int) -> list
 
 
 class _Overlay:
-    """Caption band above the (upscaled) camera image: instruction, then frame and scores."""
+    """Caption band above the (upscaled) camera image: instruction, then frame and scores.
+
+    With a cue: a line (two when long) naming it (``cue``), and for side-by-side views a line
+    of ``panels`` labels, one above each panel."""
 
     FONT_SCALE = 0.5
     LINE_H = 20
 
-    def __init__(self, meta: dict, image_w: int, image_h: int, scale: int):
+    def __init__(self, meta: dict, image_w: int, image_h: int, scale: int, cue: str = "",
+                 panels: Sequence[str] = ()):
         import cv2
         self.cv2 = cv2
         self.font = cv2.FONT_HERSHEY_SIMPLEX
         self.w, self.h, self.scale = image_w * scale, image_h * scale, scale
-        instruction = meta.get("instruction") or "(instruction withheld: empty language)"
+        instruction = meta.get("instruction") or (
+            "(no language instruction: the cue alone)" if cue
+            else "(instruction withheld: empty language)")
         self.lines = _wrap(instruction, self.w - 16, self.font, self.FONT_SCALE, 1)[:3]
+        self.cue_lines = _wrap(cue, self.w - 16, self.font, 0.42, 1)[:2] if cue else []
+        self.panels = tuple(panels)
         complete = meta.get("complete")
         score = []
         if meta.get("intent_score") is not None:
@@ -473,7 +493,8 @@ class _Overlay:
             score.append(f"CR {'yes' if complete else 'no'}")
         self.scores = "  ".join(score)
         self.task = f"{meta.get('task_id', '?')} r{meta.get('round', '?')} seed {meta.get('seed', '?')}"
-        self.band = self.LINE_H * (len(self.lines) + 2) + 8
+        extra = len(self.cue_lines) + bool(self.panels)
+        self.band = self.LINE_H * (len(self.lines) + 2 + extra) + 8
 
     @property
     def size(self) -> tuple[int, int]:
@@ -490,6 +511,9 @@ class _Overlay:
         for line in self.lines:
             cv2.putText(frame, line, (8, y), self.font, self.FONT_SCALE, white, 1, cv2.LINE_AA)
             y += self.LINE_H
+        for line in self.cue_lines:
+            cv2.putText(frame, line, (8, y), self.font, 0.42, (255, 140, 255), 1, cv2.LINE_AA)
+            y += self.LINE_H
         cv2.putText(frame, self.task, (8, y), self.font, 0.42, grey, 1, cv2.LINE_AA)
         y += self.LINE_H
         cv2.putText(frame, f"frame {index}/{last}  t {t:5.2f} s", (8, y), self.font,
@@ -498,6 +522,11 @@ class _Overlay:
             tw = cv2.getTextSize(self.scores, self.font, self.FONT_SCALE, 1)[0][0]
             cv2.putText(frame, self.scores, (self.w - tw - 8, y), self.font, self.FONT_SCALE,
                         green, 1, cv2.LINE_AA)
+        if self.panels:
+            y += self.LINE_H
+            pw = self.w // len(self.panels)
+            for k, text in enumerate(self.panels):
+                cv2.putText(frame, text, (k * pw + 8, y), self.font, 0.42, grey, 1, cv2.LINE_AA)
         return frame
 
 
@@ -550,10 +579,77 @@ def count_video_frames(path: str | Path) -> int:
     return n
 
 
+@dataclass
+class ReplayFrame:
+    """One rendered frame of a replay: tick index, world state, the raw camera image and, when
+    a cue conditioner is given, the image the policy saw (else None)."""
+    index: int
+    world: Any
+    raw: np.ndarray
+    cued: np.ndarray | None = None
+    cue_ms: float = 0.0  # time spent conditioning this frame
+
+
+def _check_replayable(episode_path, record, meta) -> None:
+    if record.commands is None or len(record.commands) == 0:
+        raise ValueError(f"{episode_path}: the record holds no commands to replay")
+    for key in ("scene", "layout", "seed"):
+        if meta.get(key) is None:
+            raise ValueError(f"{episode_path}: meta lacks {key!r}, cannot rebuild the episode")
+
+
+def replay_frames(record, meta: Mapping, backend, camera: str = VIDEO_CAMERA, stride: int = 1,
+                  conditioner=None, cue_objects=()):
+    """Replay a record's commands on `backend` (reset to meta's scene, layout, seed) and yield a
+    ReplayFrame for frame 0 (after reset), every `stride`-th frame and the last one.
+
+    `conditioner` (``cues.replay.CueConditioner``) adds the cued image: the frame goes through
+    the overlay's code path with the replayed world state, joint state and the focal length the
+    sim's ``camera_info`` carries for `camera`. `cue_objects`: the episode's scene cue cards
+    (``cues.replay.episode_scene_objects``), part of the reset like in the sim node.
+    """
+    from vla_bridge.sim_nodes.session import SimSession
+    session = SimSession(backend)
+    session.begin(meta["scene"], meta["layout"], int(meta["seed"]), cue_objects=tuple(cue_objects))
+    focal = {camera: float(backend.camera_model(camera).focal_px)} if conditioner is not None else None
+    n = len(record.commands)
+    for i in range(n):
+        if i:
+            session.step_action(record.commands[i])
+        if i % stride and i != n - 1:
+            continue
+        world = backend.world_state()
+        raw = backend.render(camera)
+        cued, ms = None, 0.0
+        if conditioner is not None:
+            t = time.perf_counter()
+            cued = conditioner({camera: raw}, world, backend.joint_positions(), focal)[camera]
+            ms = (time.perf_counter() - t) * 1e3
+        yield ReplayFrame(i, world, raw, cued, ms)
+
+
+def _episode_view(cue_info, seed, view: str | None):
+    """(CueSpec to draw or None, view actually shown, note, placement) for one episode."""
+    from vla_bridge.cues.replay import cue_placement, episode_cue
+    if view is not None and view not in VIDEO_VIEWS:
+        raise ValueError(f"video view must be one of {', '.join(VIDEO_VIEWS)}, got {view!r}")
+    placement = cue_placement(cue_info)
+    spec = episode_cue(cue_info, seed) if placement is not None else None  # checks it rebuilds
+    if placement == "scene":  # a card in the sim: every replayed image shows it, nothing to draw
+        note = "" if view in (None, "cued") else (
+            f"{view} view asked, but the cue is a card in the scene: the sim images show it")
+        return None, "cued", note, placement
+    shown = view or ("cued" if spec is not None else "raw")
+    if spec is None and shown != "raw":
+        return None, "raw", f"{shown} view asked, but the episode showed no cue: raw images", None
+    return (spec if shown != "raw" else None), shown, "", placement
+
+
 def render_episode_video(episode_path: str | Path, out_path: str | Path, *, backend=None,
                          camera: str = VIDEO_CAMERA, stride: int = 2, fps: float | None = None,
                          scale: int = 2, fmt: str = "mp4", meta_override: dict | None = None,
-                         label: str | None = None) -> VideoResult:
+                         label: str | None = None, cue: Mapping | None = None,
+                         view: str | None = None) -> VideoResult:
     """Replay a saved episode's commands in MuJoCo and write a captioned video of `camera`.
 
     Frame 0 is the scene after reset; frame i (i >= 1) follows the i-th executed command.
@@ -563,58 +659,76 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
     encode; the output suffix follows the format actually written. `meta_override` replaces
     meta fields (e.g. the scores of the results row). `backend` (a MujocoBackend) may be
     shared between calls to keep compiled scene models.
+
+    `cue` is the results row's ``cue`` (default: meta's ``cue``, if any). When it shows a cue,
+    the evaluator's CueSpec is rebuilt and `view` chooses what the video shows: "cued" (what
+    the policy saw; the default for a cue episode), "raw" (the sim's images; the default
+    without a cue) or "both" (raw left, cued right: twice as wide). The caption names the
+    protocol, family / variant and cue task. A cue placed in the scene (``placement`` "scene")
+    is not drawn: the replay resets with the sim node's card, so every view is the sim image.
     """
+    import tempfile
+
+    from vla_bridge.cues.replay import CueConditioner, cue_label, episode_scene_objects
     from vla_bridge.recording import load_episode
-    from vla_bridge.sim_nodes.session import SimSession
 
     t0 = time.perf_counter()
     if stride < 1:
         raise ValueError(f"stride must be >= 1, got {stride}")
     record, meta = load_episode(episode_path)
     meta = {**meta, **(meta_override or {})}
-    if record.commands is None or len(record.commands) == 0:
-        raise ValueError(f"{episode_path}: the record holds no commands to replay")
-    for key in ("scene", "layout", "seed"):
-        if meta.get(key) is None:
-            raise ValueError(f"{episode_path}: meta lacks {key!r}, cannot rebuild the episode")
+    _check_replayable(episode_path, record, meta)
+    cue_info = cue if cue is not None else meta.get("cue")
+    spec, shown, note, placement = _episode_view(cue_info, meta["seed"], view)
+    conditioner = CueConditioner(spec) if spec is not None else None
+    # a scene cue: the sim node's card, rebuilt for the reset (textures live until the end)
+    textures = tempfile.TemporaryDirectory(prefix="vla_bridge_replay_cues_") if placement == "scene" else None
+    cards = episode_scene_objects(cue_info, meta["seed"], textures.name) if textures else []
     own_backend = backend is None
     if own_backend:
         from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
         backend = MujocoBackend()
-    session = SimSession(backend)
-    session.begin(meta["scene"], meta["layout"], int(meta["seed"]))
     control_period = float(getattr(backend, "control_period", 0.06))
     fps = float(fps) if fps else 1.0 / (control_period * stride)
     n = len(record.commands)
-    overlay = _Overlay(meta, backend.width, backend.height, scale)
+    described = cue_label(cue_info)
+    caption = ""
+    if described:
+        caption = (f"cue (a card in the scene): {described}" if placement == "scene" else
+                   f"cue: {described}" if shown != "raw" else f"cue (not drawn, raw view): {described}")
+    panels = ("raw camera", "cued: what the policy saw") if shown == "both" else ()
+    overlay = _Overlay(meta, backend.width * (2 if shown == "both" else 1), backend.height, scale,
+                       cue=caption, panels=panels)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    note = ""
     writer: Any = None
     if fmt == "mp4":
         try:
             writer = _Mp4Writer(out_path.with_suffix(".mp4"), fps, overlay.size)
         except Exception as exc:
-            note = f"mp4 failed ({exc}); wrote GIF"
+            note = (note + "; " if note else "") + f"mp4 failed ({exc}); wrote GIF"
     elif fmt != "gif":
         raise ValueError(f"video format must be mp4 or gif, got {fmt!r}")
     if writer is None:
         writer = _GifWriter(out_path.with_suffix(".gif"), fps)
-    drift, written = 0.0, 0
+    drift, written, cue_ms = 0.0, 0, []
     try:
-        for i in range(n):
-            if i:
-                session.step_action(record.commands[i])
-            if i % stride and i != n - 1:
-                continue
-            world = backend.world_state()
-            for arm, tcp in world.tcp.items():
+        for f in replay_frames(record, meta, backend, camera, stride, conditioner, cards):
+            for arm, tcp in f.world.tcp.items():
                 if arm in record.tcp_pos:
-                    drift = max(drift, float(np.abs(np.asarray(tcp.pos) - record.tcp_pos[arm][i]).max()))
-            writer.add(overlay.compose(backend.render(camera), i, n - 1, i * control_period))
+                    drift = max(drift, float(np.abs(np.asarray(tcp.pos) - record.tcp_pos[arm][f.index]).max()))
+            if f.cued is not None:
+                cue_ms.append(f.cue_ms)
+            if shown == "both":
+                image = np.concatenate([f.raw, f.cued], axis=1)
+            else:  # a scene cue's "cued" view is the raw image: the card is in the scene
+                image = f.raw if f.cued is None else f.cued
+            writer.add(overlay.compose(image, f.index, n - 1, f.index * control_period))
             written += 1
     finally:
         writer.close()
+        if textures is not None:
+            textures.cleanup()
         if own_backend:
             backend.close()
     path = writer.path
@@ -626,16 +740,21 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
     return VideoResult(episode=label or str(episode_path), path=str(path),
                        format=path.suffix.lstrip("."), frames=written, width=overlay.size[0],
                        height=overlay.size[1], fps=round(fps, 3), episode_frames=n,
-                       render_s=round(time.perf_counter() - t0, 3), max_tcp_drift_m=drift, note=note)
+                       render_s=round(time.perf_counter() - t0, 3), max_tcp_drift_m=drift, note=note,
+                       view=shown, cue=described,
+                       cue_ms_per_frame=round(float(np.mean(cue_ms)), 3) if cue_ms else None)
 
 
 def render_videos(run_dir: str | Path, rows: Sequence[Mapping], count: int, *, stride: int = 2,
                   fps: float | None = None, fmt: str = "mp4", camera: str = VIDEO_CAMERA,
-                  stream=None) -> tuple[list[VideoResult], list[str]]:
+                  stream=None, view: str | None = None) -> tuple[list[VideoResult], list[str]]:
     """Videos of the first `count` episodes (results order) whose episode file exists, into
-    <run>/videos/<scene>/<task>_r<round>.<mp4|gif>; returns (results, errors)."""
+    <run>/videos/<scene>/<task>_r<round>.<mp4|gif>; returns (results, errors). `view`: see
+    render_episode_video (None: cued for episodes that showed a cue, else raw)."""
     from vla_bridge.progress import Progress
     run_dir = Path(run_dir)
+    if view is not None and view not in VIDEO_VIEWS:
+        raise ReportError(f"video view must be one of {', '.join(VIDEO_VIEWS)}, got {view!r}")
     chosen = [r for r in rows if r.get("episode_file") and (run_dir / r["episode_file"]).is_file()][:count]
     if not chosen:
         return [], [f"no episode files to replay in {run_dir} (the run saved none)"]
@@ -652,7 +771,7 @@ def render_videos(run_dir: str | Path, rows: Sequence[Mapping], count: int, *, s
                 try:
                     res = render_episode_video(
                         run_dir / episode, out, backend=backend, camera=camera, stride=stride,
-                        fps=fps, fmt=fmt, label=str(episode),
+                        fps=fps, fmt=fmt, label=str(episode), cue=r.get("cue"), view=view,
                         meta_override={k: r[k] for k in ("intent_score", "exec_score", "complete")
                                        if k in r})
                     res.path = str(Path(res.path).relative_to(run_dir))
@@ -682,6 +801,7 @@ class ReportOptions:
     video_fps: float | None = None
     video_format: str = "mp4"
     camera: str = VIDEO_CAMERA
+    video_view: str | None = None  # "cued" | "raw" | "both"; None: cued if the episode had a cue
     paper_file: str | Path | None = None
     progress_stream: Any = field(default=None, repr=False)
 
@@ -754,7 +874,8 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None, **kw
     if opts.videos > 0:
         videos, errors = render_videos(run_dir, rows, opts.videos, stride=opts.video_stride,
                                        fps=opts.video_fps, fmt=opts.video_format,
-                                       camera=opts.camera, stream=opts.progress_stream)
+                                       camera=opts.camera, stream=opts.progress_stream,
+                                       view=opts.video_view)
         report["videos"] = [asdict(v) for v in videos]
         report["errors"] += [f"videos: {e}" for e in errors]
     return report
@@ -863,8 +984,10 @@ def format_markdown(report: dict) -> str:
         out += ["## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in report["plots"]] + [""]
     if report.get("videos"):
         out += ["## Videos", ""]
-        header = ["episode", "video", "frames (of episode)", "size", "render s", "replay drift m", "note"]
+        header = ["episode", "video", "view", "frames (of episode)", "size", "render s",
+                  "replay drift m", "note"]
         rows = [[v["episode"], f"[{Path(v['path']).name}]({v['path']})",
+                 v.get("view", "raw") + (f" (cue: {v['cue']})" if v.get("cue") else ""),
                  f"{v['frames']} ({v['episode_frames']})", f"{v['width']}x{v['height']}",
                  f"{v['render_s']:.1f}", f"{v['max_tcp_drift_m']:.1e}", v["note"] or ""]
                 for v in report["videos"]]
@@ -921,6 +1044,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--video-format", choices=("mp4", "gif"), default="mp4",
                         help="mp4 (OpenCV mp4v; falls back to GIF) or gif")
     parser.add_argument("--camera", default=VIDEO_CAMERA, help=f"camera to render (default {VIDEO_CAMERA})")
+    parser.add_argument("--video-view", choices=VIDEO_VIEWS, default=None,
+                        help="what the videos show: cued (the images the policy saw under a "
+                             "visual-cue protocol), raw (the sim's images) or both (side by side, "
+                             "twice as wide); default: cued for episodes that showed a cue, else raw")
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOT, help="bootstrap replicates")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE)
@@ -936,7 +1063,7 @@ def run(args: argparse.Namespace) -> int:
                             compare=args.compare, n_boot=args.bootstrap, seed=args.seed,
                             confidence=args.confidence, video_stride=args.video_stride,
                             video_fps=args.video_fps, video_format=args.video_format,
-                            camera=args.camera)
+                            camera=args.camera, video_view=args.video_view)
     try:
         report = build_report(args.run_dir, options)
     except (ReportError, FileNotFoundError) as exc:
@@ -956,7 +1083,8 @@ def run(args: argparse.Namespace) -> int:
     for p in report["plots"]:
         print(f"plot: {Path(args.run_dir) / p}")
     for v in report["videos"]:
-        print(f"video: {Path(args.run_dir) / v['path']} ({v['frames']} frames, {v['render_s']:.1f} s)")
+        view = f", {v['view']} view" if v.get("cue") or v.get("view", "raw") != "raw" else ""
+        print(f"video: {Path(args.run_dir) / v['path']} ({v['frames']} frames, {v['render_s']:.1f} s{view})")
     for e in report["errors"]:
         print(f"problem: {e}", file=sys.stderr)
     print(f"wrote {md} and {js}")

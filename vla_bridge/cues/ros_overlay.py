@@ -10,7 +10,9 @@ Per observation stamp the overlay waits until the images of every camera arrived
 the cue is scene-anchored or a ghost trajectory, the world state and joint state with that
 stamp (the sim sends them with every observation). Camera models come from
 ``cues.camera_poses`` (cam_high fixed, wrist cameras from the joint state), intrinsics from
-``camera_info``. One ``CueInserter`` call conditions all cameras of the stamp (eq. 8a).
+``camera_info``. One ``CueInserter`` call conditions all cameras of the stamp (eq. 8a). The
+conditioning is ``cues.replay.CueConditioner``, the same pure code path that
+``vla-bridge report --videos`` runs on replayed frames.
 
 F3 ghost trajectories need future-state renders the graph does not have; the overlay builds
 the ghost layers by projecting the source object's box at K poses along its path from where
@@ -22,7 +24,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import cv2
 import numpy as np
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from visualization_msgs.msg import MarkerArray
@@ -30,65 +31,16 @@ from visualization_msgs.msg import MarkerArray
 from vla_bridge import contract as C
 from vla_bridge import ros_io
 
-from .camera_poses import camera_model, needs_joints
-from .families import SCENE_ANCHORED, STATE_OVERLAY, CueSpec, GhostLayer
-from .insertion import CueInserter, resolve_anchor
-from .projection import box_corners, project_points
+# the conditioning itself is pure and shared with the report's replay videos (cues.replay);
+# ghost_path / projected_ghost_layers / GHOST_* stay importable from here
+from .families import CueSpec
+from .insertion import CueInserter
+from .replay import (GHOST_LIFT_M, GHOST_POSES, CueConditioner,  # noqa: F401
+                     ghost_path, projected_ghost_layers)
 
 __all__ = ["CueOverlay", "OverlayStats", "projected_ghost_layers", "ghost_path"]
 
 KEEP_STAMPS = 16  # observation parts kept while waiting for the rest
-GHOST_POSES = 4
-GHOST_LIFT_M = 0.10
-
-
-# ----------------------------------------------------------------------------- ghosts (pure)
-
-def ghost_path(cue: CueSpec, world, k: int = GHOST_POSES) -> list[tuple[np.ndarray, object]]:
-    """K future (position, ObjectState of the source) of the manipulated object: from its pose
-    in ``world`` to the cue's target point, lifted in the middle of the motion."""
-    src_ref, tgt_ref = cue.anchors.get("source"), cue.anchors.get("target")
-    if src_ref is None or tgt_ref is None:
-        return []
-    start, _, obj = resolve_anchor(src_ref, world)
-    goal, _, _ = resolve_anchor(tgt_ref, world)
-    goal = goal.copy()
-    relation = cue.params.get("relation")
-    action = cue.params.get("action")
-    if action != "pick" and relation not in ("on", "above", "in"):
-        goal[2] = start[2]  # placed beside the target: rests on the table like it started
-    out = []
-    for t in np.linspace(1.0 / k, 1.0, k):
-        p = (1 - t) * start + t * goal
-        if action != "pick":
-            p[2] += GHOST_LIFT_M * np.sin(np.pi * t)
-        out.append((p, obj))
-    return out
-
-
-def projected_ghost_layers(image: np.ndarray, path, camera) -> list[GhostLayer]:
-    """One layer per future pose: the object's box silhouette, shaded in its colour (poses
-    behind the camera or off-image give no layer)."""
-    layers = []
-    fills: dict[tuple, np.ndarray] = {}
-    for pos, obj in path:
-        if obj is None:
-            continue
-        proj = project_points(camera, box_corners(pos, obj.size, obj.quat))
-        if not np.all(proj.in_front):
-            continue
-        hull = np.round(cv2.convexHull(proj.uv.astype(np.float32)).reshape(-1, 2)).astype(np.int32)
-        mask = np.zeros(image.shape[:2], np.float32)
-        cv2.fillConvexPoly(mask, hull, 1.0, cv2.LINE_AA)
-        if not mask.any():
-            continue
-        rgb = tuple(int(v) for v in np.clip(np.asarray(obj.rgba[:3], float) * 255.0, 0, 255))
-        if rgb not in fills:  # shaded so the ghost reads as a solid: darker towards the bottom
-            shade = np.linspace(1.0, 0.75, image.shape[0], dtype=np.float32)[:, None, None]
-            fill = (shade * np.asarray(rgb, np.float32)).astype(np.uint8)
-            fills[rgb] = np.broadcast_to(fill, image.shape)
-        layers.append(GhostLayer(fills[rgb], mask))
-    return layers
 
 
 # ----------------------------------------------------------------------------- node helper
@@ -140,11 +92,10 @@ class CueOverlay:
         self._subs.append(node.create_subscription(JointState, C.TOPIC_JOINT_STATES,
                                                    self.on_joints, q(C.QOS_STATE)))
         self.cue: CueSpec | None = None
-        self.inserter: CueInserter | None = None
+        self.conditioner: CueConditioner | None = None
         self.world_provider: Callable | None = None
         self.focal: dict[str, tuple[int, int, float]] = {}  # camera -> (width, height, focal px)
         self.snapshot: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # first (raw, cued) per cam
-        self._ghost_path = None
         self._reset_buffers()
         self.stats = OverlayStats()
 
@@ -152,12 +103,15 @@ class CueOverlay:
     def set_cue(self, cue: CueSpec | None, world_state_provider: Callable | None = None) -> None:
         """The cue of the coming episode (None: republish images unchanged)."""
         self.cue = cue
-        self.inserter = CueInserter(cue) if cue is not None else None
+        self.conditioner = CueConditioner(cue) if cue is not None else None
         self.world_provider = world_state_provider
         self.stats = OverlayStats()
         self.snapshot = {}
-        self._ghost_path = None
         self._reset_buffers()
+
+    @property
+    def inserter(self) -> CueInserter | None:
+        return self.conditioner.inserter if self.conditioner is not None else None
 
     def _reset_buffers(self) -> None:
         self._images: dict[int, dict[str, Image]] = {}
@@ -166,8 +120,7 @@ class CueOverlay:
 
     @property
     def needs_world(self) -> bool:
-        return self.cue is not None and bool(self.cue.anchors) and self.cue.mode in (
-            SCENE_ANCHORED, STATE_OVERLAY)
+        return self.conditioner is not None and self.conditioner.needs_world
 
     # ------------------------------------------------------------------ subscriptions
     def on_info(self, camera: str, msg: CameraInfo) -> None:
@@ -216,40 +169,33 @@ class CueOverlay:
         if images is None or len(images) < len(self.cameras):
             return
         world = joints = None
-        cameras = None
         if self.needs_world:
             world = self._world_for(key)
             if world is None:
                 return
-            if any(needs_joints(c) for c in self.cameras):
+            if self.conditioner.needs_joints(self.cameras):
                 joints = self._joints.get(key)
                 if joints is None:
                     return
-            cameras = {c: self._camera(c, joints, images[c]) for c in self.cameras}
         del self._images[key]
         for older in [k for k in self._images if k < key]:
             del self._images[older]
             self.stats.dropped += 1
-        self._publish(images, world, cameras)
+        self._publish(images, world, joints)
         self._worlds = {k: v for k, v in self._worlds.items() if k > key}
         self._joints = {k: v for k, v in self._joints.items() if k > key}
 
-    def _camera(self, cam: str, joints, msg: Image):
+    def _focal(self, cam: str, msg: Image) -> float | None:
         w, h, f = self.focal.get(cam, (msg.width, msg.height, None))
         if (w, h) != (msg.width, msg.height):
-            f = None  # stale info from another resolution: fall back to the spec
-        return camera_model(cam, joints, msg.width, msg.height, f)
+            return None  # stale info from another resolution: fall back to the spec
+        return f
 
-    def _publish(self, msgs: dict[str, Image], world, cameras) -> None:
+    def _publish(self, msgs: dict[str, Image], world, joints) -> None:
         t0 = time.perf_counter()
         raw = {c: ros_io.msg_to_image(m) for c, m in msgs.items()}
-        layers = None
-        if self.cue.mode == STATE_OVERLAY:
-            if self._ghost_path is None and world is not None:
-                self._ghost_path = ghost_path(self.cue, world)
-            layers = {c: projected_ghost_layers(raw[c], self._ghost_path or [], cameras[c])
-                      if cameras else [] for c in raw}
-        cued = self.inserter(raw, world, cameras, layers)
+        focal = {c: self._focal(c, m) for c, m in msgs.items()}
+        cued = self.conditioner(raw, world, joints, focal)
         self.stats.insert_ms.append((time.perf_counter() - t0) * 1e3)
         self.stats.observations += 1
         for c, img in cued.items():
