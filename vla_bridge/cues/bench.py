@@ -246,7 +246,33 @@ def save_examples(out_dir, use_sim: bool = True) -> list[Path]:
     written.append(path)
     if backend is not None:
         backend.close()
+        written.append(save_scene_cue_examples(out))
     return written
+
+
+def save_scene_cue_examples(out_dir, task_id: str = "L0_pickup_yellow_block_3",
+                            seed: int = 42) -> Path:
+    """scene_cues.png: the scene-instantiated cues (F1 card, F6 sign, F8 ArUco and QR tags)
+    standing in Scene 1, seen by cam_high and the left wrist camera (MuJoCo renders)."""
+    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.tasks import load_suite
+
+    from .protocols import episode_scene_cues
+    task = load_suite().get(task_id)
+    backend = MujocoBackend()
+    tiles = []
+    try:
+        for code, variant in (("F1", ""), ("F6", ""), ("F8", "aruco"), ("F8", "qr")):
+            card = episode_scene_cues(task, code, variant, seed)
+            backend.reset(task.scene, task.layout, seed, card)
+            for cam in ("cam_high", "cam_left_wrist"):
+                tiles.append(_label(backend.render(cam), f"{code} {variant or 'default'} {cam}"))
+    finally:
+        backend.close()
+    path = Path(out_dir) / "scene_cues.png"
+    cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, 4), cv2.COLOR_RGB2BGR),
+                [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    return path
 
 
 if __name__ == "__main__":

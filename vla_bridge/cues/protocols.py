@@ -465,7 +465,7 @@ CUE_PLACEMENTS = ("overlay", "scene")
 #: families that exist as scene objects (paper section 4.2) -> card kind (F8: by variant)
 SCENE_CUE_FAMILIES = {"F1": "card", "F6": "sign", "F8": None}
 #: card widths (m): big enough to read or decode from cam_high at 320x240
-SCENE_CUE_WIDTH_M = {"card": 0.14, "sign": 0.10, "aruco": 0.09, "qr": 0.10}
+SCENE_CUE_WIDTH_M = {"card": 0.20, "sign": 0.10, "aruco": 0.09, "qr": 0.10}  # card: A5-like
 SCENE_CUE_THICKNESS_M = 0.004
 SCENE_CUE_TENT_DEG = 25.0  # panels' lean from vertical: stands, and faces cam_high well
 #: candidate card centres on the table (x, y), in front of the arms and inside cam_high's view
