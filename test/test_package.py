@@ -135,3 +135,14 @@ def test_colcon_build_installs_launch_and_config(tmp_path):
     assert not missing, f"colcon did not install: {missing}"
     assert (share / "launch/robofollow_sim.launch.py").exists()
     assert (share / "config/robofollow_sim.yaml").exists()
+
+
+def test_cli_help_lists_every_subcommand(capsys):
+    from vla_bridge.cli import SUBCOMMANDS, build_parser
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for name in SUBCOMMANDS:
+        assert name in text
+    assert "95% intervals" in text  # a % in a help text must not break argparse

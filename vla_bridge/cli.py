@@ -75,6 +75,9 @@ register(Subcommand("report", "tables with 95% intervals, paper numbers, plots a
 register(Subcommand("serve", "serve a policy backend over openpi's websocket protocol",
                     _lazy("vla_bridge.policy_nodes.serve", "add_arguments"),
                     _lazy("vla_bridge.policy_nodes.serve", "run")))
+register(Subcommand("vqa", "LIBERO-VIFO Part I-A: ask a VQA backend the four cue questions "
+                           "(detection, semantics, grounding, decision) on cued sim renders",
+                    _lazy("vla_bridge.cues.vqa", "add_arguments"), _lazy("vla_bridge.cues.vqa", "run")))
 
 # -------------------------------------------------------------------------------- main
 
@@ -84,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vla-bridge", description="Evaluate VLA policies in simulation and on real arms.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in SUBCOMMANDS.values():
-        command.add_arguments(sub.add_parser(command.name, help=command.help,
+        command.add_arguments(sub.add_parser(command.name, help=command.help.replace("%", "%%"),
                                              description=command.help))
     return parser
 
