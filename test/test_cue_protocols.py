@@ -551,3 +551,18 @@ def test_cue_run_plans_annotates_and_guards_the_run_directory(suite):
     scene = CueRun("no_language", "F8", "aruco", placement="scene")
     assert not scene.needs_cued_images and scene.prepare(trial, "x")[1] is None
     assert scene.begin_fields()["cue_placement"] == "scene"
+
+
+def test_registry_fallback_keeps_the_relation_of_stacking_and_bowl_tasks(suite):
+    """When the parser cannot read an instruction, the cue comes from the registry fields:
+    stacking ends on the target, bowls are placed in it (else a ghost/arrow would aim wrong)."""
+    want = {"stack": "on", "stack_on_target": "on", "place_bowl": "in",
+            "place_on_label_route": "on"}
+    seen = set()
+    for scene in ("scene2", "scene3", "scene4"):
+        for task in suite.eval_tasks(scene):
+            if task.action in want and task.action not in seen:
+                step = P._spec_grounding(task).steps[0]
+                assert step.kind == "place" and step.relation == want[task.action], task.id
+                seen.add(task.action)
+    assert seen == set(want)

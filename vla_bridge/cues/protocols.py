@@ -196,7 +196,10 @@ def plan_trial(protocol: str, task: TaskSpec, seed: int, candidates: Sequence[Ta
 
 _ACTION_RELATIONS = {"place_behind": "behind", "place_in_front": "in_front_of",
                      "place_left_of": "left_of", "place_right_of": "right_of",
-                     "place_beside": "beside", "place_on": "on", "place_in": "in"}
+                     "place_beside": "beside", "place_on": "on", "place_in": "in",
+                     # Scenes 2-4: stacking and labels end on the target, bowls in it
+                     "stack": "on", "stack_on_target": "on", "unstack_to_slot": "on",
+                     "place_on_label_route": "on", "place_bowl": "in"}
 
 
 def _spec_grounding(task: TaskSpec) -> GroundedTask:
