@@ -563,6 +563,6 @@ def test_registry_fallback_keeps_the_relation_of_stacking_and_bowl_tasks(suite):
         for task in suite.eval_tasks(scene):
             if task.action in want and task.action not in seen:
                 step = P._spec_grounding(task).steps[0]
-                assert step.kind == "place" and step.relation == want[task.action], task.id
+                assert step.action == "place" and step.relation == want[task.action], task.id
                 seen.add(task.action)
     assert seen == set(want)
