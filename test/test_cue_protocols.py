@@ -566,3 +566,17 @@ def test_registry_fallback_keeps_the_relation_of_stacking_and_bowl_tasks(suite):
                 assert step.action == "place" and step.relation == want[task.action], task.id
                 seen.add(task.action)
     assert seen == set(want)
+
+
+def test_build_cue_from_a_live_world_state_keeps_fixtures_apart(suite):
+    """A sim WorldState lists bowls and labels among its objects; grounding must still treat
+    them as fixtures, so the cue matches the one built from the layout."""
+    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    backend = MujocoBackend()
+    try:
+        for task in (suite.eval_tasks("scene2")[0], suite.eval_tasks("scene3")[0]):
+            backend.reset(task.scene, task.layout, 0)
+            live = P.build_cue(task, "F2", "", 0, backend.world_state())
+            assert live.anchors == P.build_cue(task, "F2", "", 0).anchors, task.id
+    finally:
+        backend.close()

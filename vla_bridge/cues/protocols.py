@@ -239,6 +239,11 @@ def build_cue(task: TaskSpec, fam: str, variant: str, seed: int, world=None, fix
     if world is None:
         world, fixtures = layout_world(task.scene, task.layout, seed)
     objects = getattr(world, "objects", world)
+    if fixtures is None:  # a live world state lists fixtures (bowls, labels) as objects too
+        from vla_bridge.scenes import load_scene
+        fixed = set(load_scene(task.scene).fixtures)
+        fixtures = {n: o for n, o in objects.items() if n in fixed}
+        objects = {n: o for n, o in objects.items() if n not in fixed}
     g, _how = grounded_task(task, objects, fixtures)
     return make_cue(g, fam, variant, world=objects, **params)
 
