@@ -44,6 +44,14 @@ def test_graph_scores_an_episode_and_a_rerun_is_identical(tmp_path):
     assert run_json["status"] == "finished" and run_json["trials"][0]["seed"] == row_a["seed"]
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["scene1/L0"]["completion_rate"] == 1.0
+    # per-call policy latency: in the row (one value per call) and summarised for the run
+    lat = row_a["policy_latency_ms"]
+    assert all(len(lat[k]) == 10 for k in ("inference", "overhead", "preprocess", "transport"))
+    assert all(v >= 0 for values in lat.values() for v in values)
+    run_latency = json.loads((tmp_path / "a" / "latency.json").read_text())
+    assert run_latency["inference"]["calls"] == 10
+    assert run_latency["inference"]["p50"] <= run_latency["inference"]["max"]
+    assert "policy inference" in proc.stdout
 
 
 def test_resume_skips_finished_episodes(tmp_path):

@@ -355,3 +355,18 @@ def test_gif_when_mp4_cannot_be_written(real_episode, tmp_path, monkeypatch):
     assert video.fps == pytest.approx(1 / (0.06 * 100), abs=1e-3)  # real time by default
     with pytest.raises(ValueError, match="stride"):
         R.render_episode_video(store / relative, tmp_path / "x", stride=0)
+
+
+def test_latency_summary_pools_every_call_of_the_run():
+    from vla_bridge.evaluation import call_latency, format_latency, latency_summary
+    status = {"inference_ms": 12.0, "overhead_ms": 0.9,
+              "latency_ms": {"preprocess": 0.5, "inference": 12.0, "postprocess": 0.1,
+                             "transport": 0.3}}
+    assert call_latency(status) == {"inference": 12.0, "overhead": 0.9, "preprocess": 0.5,
+                                    "postprocess": 0.1, "transport": 0.3}
+    rows = [{"policy_latency_ms": {"inference": [1.0, 2.0, 3.0], "overhead": [0.5]}},
+            {"policy_latency_ms": {"inference": [4.0]}}, {"status": "failed"}]
+    summary = latency_summary(rows)
+    assert summary["inference"] == {"calls": 4, "mean": 2.5, "p50": 2.5, "p95": 3.85, "max": 4.0}
+    assert summary["overhead"]["calls"] == 1 and "transport" not in summary
+    assert "inference" in format_latency(summary) and latency_summary([{}]) == {}

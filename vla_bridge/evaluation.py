@@ -94,8 +94,10 @@ class RunDirectory:
             f.flush()
             os.fsync(f.fileno())
 
-    def finish(self, status: str, summary: dict) -> None:
+    def finish(self, status: str, summary: dict, latency: dict | None = None) -> None:
         self._write_json(self.summary_path, summary)
+        if latency:
+            self._write_json(self.path / LATENCY_FILE, latency)
         run = json.loads(self.run_path.read_text())
         run.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         self._write_json(self.run_path, run)
@@ -107,23 +109,63 @@ class RunDirectory:
         tmp.replace(path)  # atomic: a crash never leaves half a file
 
 
+#: per-call policy timings kept per episode (ms): the backend's whole predict call, the
+#: node's own share, and the breakdown of the node's ``latency_ms`` status field
+LATENCY_KEYS = ("inference", "overhead", "preprocess", "postprocess", "transport")
+LATENCY_FILE = "latency.json"
+
+
+def call_latency(status: dict) -> dict[str, float]:
+    """One ``predicted`` policy status -> {LATENCY_KEYS...} in ms (missing keys left out)."""
+    out = {"inference": status.get("inference_ms"), "overhead": status.get("overhead_ms")}
+    out.update({k: v for k, v in (status.get("latency_ms") or {}).items() if k != "inference"})
+    return {k: round(float(out[k]), 4) for k in LATENCY_KEYS if out.get(k) is not None}
+
+
 def result_row(trial: Trial, score=None, *, status: str = "ok", error: str | None = None,
                instruction: str = "", wall_s: float = 0.0, frames: int = 0,
-               policy_calls: int = 0, policy_latency_ms: list[float] | None = None) -> dict:
-    """One results.jsonl line. A failed episode (node error, timeout) scores zero."""
+               policy_calls: int = 0, policy_latency_ms: list[dict] | None = None) -> dict:
+    """One results.jsonl line. A failed episode (node error, timeout) scores zero.
+    ``policy_latency_ms``: per call, ``call_latency`` of its status (kept as per-key lists)."""
     task = trial.task
     row = {"key": trial_key(trial), "task_id": task.id, "scene": task.scene, "level": task.level,
            "round": trial.round, "seed": trial.seed, "arm": task.arm, "action": task.action,
            "instruction": instruction, "status": status, "error": error,
            "frames": frames, "policy_calls": policy_calls, "wall_s": round(wall_s, 3)}
     if policy_latency_ms:
-        row["policy_latency_ms_mean"] = round(sum(policy_latency_ms) / len(policy_latency_ms), 3)
+        per_key = {k: [c[k] for c in policy_latency_ms if k in c] for k in LATENCY_KEYS}
+        row["policy_latency_ms"] = {k: v for k, v in per_key.items() if v}
+        inference = per_key["inference"]
+        if inference:
+            row["policy_latency_ms_mean"] = round(sum(inference) / len(inference), 3)
     if score is not None:
         row.update(score.to_dict())
     else:
         row.update(intent_score=0.0, exec_score=0.0, complete=False, stages=[])
     row["task_id"], row["scene"], row["level"] = task.id, task.scene, task.level
     return row
+
+
+def latency_summary(rows) -> dict:
+    """Per-call policy timings over a run's episodes: for each of LATENCY_KEYS, the number of
+    calls and mean / p50 / p95 / max in ms ({} when no row has any)."""
+    import numpy as np
+    out = {}
+    for key in LATENCY_KEYS:
+        values = [v for row in rows for v in (row.get("policy_latency_ms") or {}).get(key, [])]
+        if values:
+            a = np.asarray(values, float)
+            out[key] = {"calls": int(a.size), "mean": round(float(a.mean()), 3),
+                        "p50": round(float(np.percentile(a, 50)), 3),
+                        "p95": round(float(np.percentile(a, 95)), 3),
+                        "max": round(float(a.max()), 3)}
+    return out
+
+
+def format_latency(summary: dict) -> str:
+    """One line per timing: 'inference  p50 12.3 ms  p95 15.0 ms  max 20.1 ms  (100 calls)'."""
+    return "\n".join(f"policy {key:<12} p50 {m['p50']:8.3f} ms  p95 {m['p95']:8.3f} ms  "
+                     f"max {m['max']:8.3f} ms  ({m['calls']} calls)" for key, m in summary.items())
 
 
 def format_table(summary: dict) -> str:

@@ -19,7 +19,8 @@ from std_msgs.msg import Float64MultiArray, String
 
 from vla_bridge import contract as C
 from vla_bridge import ros_io
-from vla_bridge.evaluation import RunDirectory, format_table, result_row, trial_key
+from vla_bridge.evaluation import (RunDirectory, call_latency, format_latency, format_table,
+                                   latency_summary, result_row, trial_key)
 from vla_bridge.recording import FrameRecorder
 from vla_bridge.scoring import score_episode, summarize
 from vla_bridge.tasks import Trial, load_suite, plan_trials, select_tasks
@@ -63,7 +64,7 @@ class EvaluatorNode(Node):
         self.frames: list = []  # this episode's frames messages (parsed after the episode)
         self.frame_count = 0
         self.episode_start: float | None = None
-        self.latencies: list[float] = []
+        self.latencies: list[dict] = []  # per policy call: evaluation.call_latency
         self.sim_timing: dict = {}  # where the sim's wall time went (from its done status)
         self.last_progress = time.monotonic()
 
@@ -92,7 +93,7 @@ class EvaluatorNode(Node):
         if kind == C.STATUS_READY:
             self.policy_ready = True
         elif kind == C.STATUS_PREDICTED:
-            self.latencies.append(float(status.get("inference_ms", 0.0)))
+            self.latencies.append(call_latency(status))
         elif kind == C.STATUS_ERROR:
             self.error = f"policy: {status.get('message')}"
 
@@ -209,10 +210,13 @@ class EvaluatorNode(Node):
         except GraphBroken as exc:
             log.error(f"run stopped: {exc}")
             status = f"stopped: {exc}"
-        summary = summarize(run_dir.results())
-        run_dir.finish(status, summary)
+        rows = run_dir.results()
+        summary, latency = summarize(rows), latency_summary(rows)
+        run_dir.finish(status, summary, latency)
         print(format_table(summary), flush=True)
-        table = self.cues.finish(run_dir.path, run_dir.results())
+        if latency:
+            print(format_latency(latency), flush=True)
+        table = self.cues.finish(run_dir.path, rows)
         if table:
             print(table, flush=True)
         print(f"results: {run_dir.path}", flush=True)

@@ -833,6 +833,8 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None, **kw
         paper = load_paper(opts.paper_file)
     report["paper"] = beside_paper(table, paper_model(paper, opts.paper_model)) if opts.paper_model else None
     report["intact"] = intact_rates(run_dir, rows)
+    from vla_bridge.evaluation import latency_summary
+    report["policy_latency"] = latency_summary(rows)
 
     empty_table, table_for_plot = None, table
     report["compare"] = None
@@ -962,6 +964,16 @@ def format_markdown(report: dict) -> str:
         for e in intact["errors"]:
             out.append(f"- could not re-score {e}")
         out.append("")
+
+    latency = report.get("policy_latency")
+    if latency:
+        out += ["## Policy latency per call (ms)", "",
+                "inference: the backend's predict call; overhead: the policy node's own share "
+                "(observation assembly, validation, scheduling, publishing); the rest is the "
+                "node's breakdown (`latency_ms`).", ""]
+        out += _md_table(["timing", "calls", "mean", "p50", "p95", "max"],
+                         [[k, m["calls"], f"{m['mean']:.3f}", f"{m['p50']:.3f}", f"{m['p95']:.3f}",
+                           f"{m['max']:.3f}"] for k, m in latency.items()]) + [""]
 
     compare = report.get("compare")
     if compare:
