@@ -387,6 +387,27 @@ def test_async_mode_splices_chunks_without_a_jump(tmp_path):
     assert whole <= 2 * STEP + 1e-6  # and nowhere else in the executed trajectory
 
 
+def test_temporal_ensembling_through_the_graph_halves_the_chunk_boundary_jump(tmp_path):
+    """--temporal_ensemble with action_horizon 10 < chunk_size 50: each executed action is the
+    weighted mean of every overlapping chunk's, so OffsetRampPolicy's alternating +/-OFFSET
+    mostly cancels and the boundary jump drops from 2 * OFFSET to about OFFSET or less."""
+    runs = {}
+    for mode in ("plain", "ensemble"):
+        out = tmp_path / mode
+        proc = launch("--tasks", TASK, "--levels", "", "--output", str(out),
+                      "--policy", "test_policy_backends:OffsetRampPolicy",
+                      "--max_policy_calls", "4", "--max_actions_per_call", "10",
+                      "--action_horizon", "10", "--chunk_size", "50",
+                      "--temporal_ensemble", "true" if mode == "ensemble" else "false")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        (row,) = results(out)
+        assert row["status"] == "ok" and row["frames"] == 41, row
+        runs[mode] = episode_commands(out)
+    plain, ensembled = _boundary_steps(runs["plain"], 10), _boundary_steps(runs["ensemble"], 10)
+    assert plain.min() > 2 * OFFSET - 2 * STEP
+    assert ensembled.max() < OFFSET + 2 * STEP, (plain, ensembled)
+
+
 def test_unreachable_openpi_server_fails_the_episode_and_the_run_continues(tmp_path):
     out = tmp_path / "run"
     proc = launch("--tasks", TASK, "--levels", "", "--rounds", "2", "--output", str(out),
