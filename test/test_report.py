@@ -370,3 +370,24 @@ def test_latency_summary_pools_every_call_of_the_run():
     assert summary["inference"] == {"calls": 4, "mean": 2.5, "p50": 2.5, "p95": 3.85, "max": 4.0}
     assert summary["overhead"]["calls"] == 1 and "transport" not in summary
     assert "inference" in format_latency(summary) and latency_summary([{}]) == {}
+
+
+def test_cue_protocol_runs_get_a_table_2_section(tmp_path):
+    from vla_bridge.report import build_report, format_markdown
+
+    def cue(protocol, family, cue_complete, language_complete=None):
+        return {"protocol": protocol, "family": family, "variant": "x",
+                "cue_complete": cue_complete, "language_complete": language_complete}
+
+    rows = [_row("t1", 1, 1, 1, True, cue=cue("authorized", "F2", True)),
+            _row("t2", 1, 0, 0, False, cue=cue("authorized", "F2", False)),
+            _row("t1", 2, 1, 1, True, cue=cue("no_language", "F8", True)),
+            _row("t2", 2, 0, 0, False, status="failed", cue=cue("no_language", "F8", True))]
+    report = build_report(_write_run(tmp_path / "cues", rows))
+    assert report["cues"]["by_family"]["F2"]["avf"] == 50.0
+    assert report["cues"]["by_family"]["F8"]["uvi"] == 50.0  # the failed episode counts as no
+    md = format_markdown(report)
+    assert "LIBERO-VIFO Table 2" in md and "no_language 2 (1 failed)" in md
+    assert "| AVF | 50.0 | – | 50.0 |" in md and "| UVI | – | 50.0 | 50.0 |" in md
+    plain = build_report(_write_run(tmp_path / "plain", [_row("t1", 1, 1, 1, True)]))
+    assert plain["cues"] is None and "LIBERO-VIFO" not in format_markdown(plain)

@@ -835,6 +835,7 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None, **kw
     report["intact"] = intact_rates(run_dir, rows)
     from vla_bridge.evaluation import latency_summary
     report["policy_latency"] = latency_summary(rows)
+    report["cues"] = cue_table(rows)
 
     empty_table, table_for_plot = None, table
     report["compare"] = None
@@ -901,6 +902,14 @@ def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]
     return lines
 
 
+def cue_table(rows: Sequence[Mapping]) -> dict | None:
+    """LIBERO-VIFO metrics of the run's cue-protocol episodes (None when it has none)."""
+    from vla_bridge.cues.protocols import cue_metrics
+    if not any((r.get("cue") or {}).get("protocol") for r in rows):
+        return None
+    return cue_metrics(rows)
+
+
 def format_markdown(report: dict) -> str:
     table, paper = report["groups"], report.get("paper")
     run = report["run"]
@@ -964,6 +973,21 @@ def format_markdown(report: dict) -> str:
         for e in intact["errors"]:
             out.append(f"- could not re-score {e}")
         out.append("")
+
+    cues = report.get("cues")
+    if cues:
+        from vla_bridge.cues.protocols import FAMILY_LABELS
+        from vla_bridge.cues.protocols import METRICS as CUE_METRICS
+        out += ["## Visual-cue protocols (LIBERO-VIFO Table 2 style, percent)", ""]
+        fams = sorted(cues["by_family"])
+        header = ["metric"] + [FAMILY_LABELS.get(f, f) for f in fams] + ["Avg.", "All"]
+        out += _md_table(header, [[label] + [_fmt(cues["by_family"][f].get(key)) for f in fams]
+                                  + [_fmt(cues["average"].get(key)), _fmt(cues["overall"].get(key))]
+                                  for key, label in CUE_METRICS])
+        counts = ", ".join(f"{p or 'none'} {c['episodes']} ({c['failed']} failed)"
+                           for p, c in cues["episodes"].items())
+        out += ["", f"Episodes per protocol: {counts}. Avg. is the mean over families, All pools "
+                "every episode; a failed episode counts as not completed.", ""]
 
     latency = report.get("policy_latency")
     if latency:
