@@ -324,3 +324,27 @@ def test_cli(tmp_path, capsys):
     assert rc == 0 and "F8 Code" in cap.out and "1/1 (100%)" in cap.err
     rows = read_rows(tmp_path)
     assert len(rows) == 4 and rows[0]["seed"] == 5 and rows[0]["variant"] == "qr"
+
+
+def test_scene_placement_asks_about_the_card_standing_in_the_scene(tasks, sim, tmp_path):
+    """--placement scene: the cue is the sim node's card (F8 ArUco, F1 text card), rendered by
+    MuJoCo; the image is the render with the card, the tag decodes, rows say "scene", and an
+    overlay run cannot resume into the same directory."""
+    from vla_bridge.cues.families import aruco_dictionary, marker_id_for
+    from vla_bridge.cues.protocols import build_cue
+    out = tmp_path / "scene"
+    cues = parse_cues("F8,F1", "F8=aruco")
+    metrics = run("oracle", tasks[:1], out, sim, cues=cues, placement="scene")
+    rows = read_rows(out)
+    assert len(rows) == 4 * len(cues) and {r["placement"] for r in rows} == {"scene"}
+    assert metrics["overall"]["fca"] == 100.0 and metrics["placement"] == "scene"
+    (png,) = (out / EXAMPLES_DIR).glob("F8_*.png")
+    image = cv2.imread(str(png), cv2.IMREAD_GRAYSCALE)
+    det = cv2.aruco.ArucoDetector(aruco_dictionary(), cv2.aruco.DetectorParameters())
+    _, ids, _ = det.detectMarkers(image)
+    seed = rows[0]["seed"]
+    assert ids.ravel().tolist() == [marker_id_for(build_cue(tasks[0], "F8", "aruco", seed))]
+    with pytest.raises(ValueError, match="placement"):
+        run("oracle", tasks[:1], out, sim, cues=cues)
+    with pytest.raises(ValueError, match="F1, F6, F8"):
+        run("oracle", tasks[:1], tmp_path / "bad", sim, cues=parse_cues("F2"), placement="scene")

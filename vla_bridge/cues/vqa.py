@@ -30,6 +30,7 @@ import hashlib
 import inspect
 import json
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -47,7 +48,8 @@ from vla_bridge.tasks import TaskSpec, episode_seed
 
 from .families import FAMILIES, STATE_OVERLAY, family
 from .insertion import VQA_STAGES, full_chain_accuracy, ghost_layers, insert, vqa_questions
-from .protocols import FAMILY_LABELS, UNSUPPORTED_IN_GRAPH, build_cue, resolve_family_variant
+from .protocols import (FAMILY_LABELS, UNSUPPORTED_IN_GRAPH, build_cue, check_placement,
+                        episode_scene_cues, resolve_family_variant)
 from .replay import GHOST_POSES, ghost_path
 
 __all__ = [
@@ -223,8 +225,9 @@ class VqaInstance:
     variant: str
     seed: int
 
-    def key(self, camera: str) -> str:
-        return f"{self.task.id}|{self.family}|{self.variant}|{self.seed}|{camera}"
+    def key(self, camera: str, placement: str = "overlay") -> str:
+        base = f"{self.task.id}|{self.family}|{self.variant}|{self.seed}|{camera}"
+        return base if placement == "overlay" else f"{base}|{placement}"
 
     @property
     def question_seed(self) -> int:
@@ -290,8 +293,16 @@ class _Scene:
     """Resets the sim only when (scene, layout, seed) changes; the frame is reused by every
     cue of that reset."""
 
-    def __init__(self, sim, camera: str):
+    def __init__(self, sim, camera: str, placement: str = "overlay"):
         self.sim, self.camera, self._key, self.frame = sim, camera, None, None
+        self.placement = placement
+        # scene placement: the card textures (rewritten per instance)
+        self.textures = tempfile.TemporaryDirectory(prefix="vla_bridge_vqa_") \
+            if placement == "scene" else None
+
+    def close(self) -> None:
+        if self.textures is not None:
+            self.textures.cleanup()
 
     def get(self, task: TaskSpec, seed: int):
         key = (task.scene, task.layout, seed)
@@ -311,6 +322,8 @@ def cued_image(scene: _Scene, inst: VqaInstance):
     held fixed across protocols); its anchors name objects, so the live world places it."""
     world, raw, cam = scene.get(inst.task, inst.seed)
     cue = build_cue(inst.task, inst.family, inst.variant, inst.seed)
+    if scene.placement == "scene":
+        return scene_card_image(scene, inst, raw, cue)
     layers = sim_ghost_layers(scene.sim, cue, world, scene.camera) if cue.mode == STATE_OVERLAY else None
     if layers == []:
         raise ValueError(f"{inst.family} {inst.variant}: no ghost trajectory (the source is not "
@@ -320,6 +333,18 @@ def cued_image(scene: _Scene, inst: VqaInstance):
         raise ValueError(f"{inst.family} {inst.variant} draws nothing in {scene.camera} "
                          "(anchors off-image or hidden)")
     return raw, cued, world, cue
+
+
+def scene_card_image(scene: _Scene, inst: VqaInstance, raw: np.ndarray, cue):
+    """(raw, image, world, cue) with the cue standing in the scene as the sim node places it
+    under cue_placement scene (``protocols.episode_scene_cues``), rendered by the sim."""
+    cards = episode_scene_cues(inst.task, inst.family, inst.variant, inst.seed,
+                               out_dir=scene.textures.name)
+    scene.sim.reset(inst.task.scene, inst.task.layout, inst.seed, cards)
+    image = scene.sim.render(scene.camera)
+    if np.array_equal(image, raw):
+        raise ValueError(f"{inst.family} {inst.variant}: the card is not visible in {scene.camera}")
+    return raw, image, scene.sim.world_state(), cue
 
 
 # ----------------------------------------------------------------------------- asking
@@ -348,11 +373,12 @@ def ask(backend, image: np.ndarray, q: dict) -> tuple[int | None, str | None, fl
 
 
 def instance_rows(backend, inst: VqaInstance, image, world, cue, camera: str,
-                  spec: str) -> list[dict]:
+                  spec: str, placement: str = "overlay") -> list[dict]:
     """Ask the four questions of one instance; one row per question."""
-    base = {"instance": inst.key(camera), "task": inst.task.id, "scene": inst.task.scene,
-            "level": inst.task.level, "family": inst.family, "variant": inst.variant,
-            "seed": inst.seed, "camera": camera, "backend": spec}
+    base = {"instance": inst.key(camera, placement), "task": inst.task.id,
+            "scene": inst.task.scene, "level": inst.task.level, "family": inst.family,
+            "variant": inst.variant, "seed": inst.seed, "camera": camera,
+            "placement": placement, "backend": spec}
     rows = []
     for q in vqa_questions(cue, world, inst.question_seed):
         answer, error, secs = ask(backend, image, q)
@@ -473,8 +499,13 @@ def write_metrics(out_dir: str | Path, extra: dict | None = None) -> dict:
     return metrics
 
 
-def _check_same(rows: list[dict], spec: str, camera: str, out: Path) -> None:
-    """Resuming must not mix backends or cameras in one directory's metrics."""
+def _check_same(rows: list[dict], spec: str, camera: str, out: Path,
+                placement: str = "overlay") -> None:
+    """Resuming must not mix backends, cameras or placements in one directory's metrics."""
+    placements = sorted({r.get("placement", "overlay") for r in rows})
+    if any(p != placement for p in placements):
+        raise ValueError(f"{out} holds answers for cue placement {placements}, not "
+                         f"{placement!r}: use another --output so the metrics do not mix")
     name = spec.partition("?")[0]
     backends = sorted({r.get("backend", "") for r in rows} - {""})
     if any(b.partition("?")[0] != name for b in backends):
@@ -500,35 +531,41 @@ def run_vqa(backend: str | VqaBackend, tasks: Iterable[TaskSpec],
             cues: Sequence[tuple[str, str]] | None = None, rounds: int = 1,
             seeds: Sequence[int] | None = None, camera: str = "cam_high",
             output: str | Path = "runs/vqa", sim=None, stream=None,
-            name: str | None = None) -> dict:
+            name: str | None = None, placement: str = "overlay") -> dict:
     """Ask ``backend`` the Part I-A questions of every instance; see the module docstring for
     the files. ``backend`` is a spec (made and closed here) or an instance (``name``, default
     its class name, goes into the rows). ``sim`` defaults to a new ``MujocoBackend``. Returns
     the metrics plus ``new`` / ``resumed`` and ``skipped`` (instances whose cue could not be
-    drawn, with the reason)."""
+    drawn, with the reason). ``placement`` "scene": the cue stands in the scene as a card
+    (F1, F6, F8; as under the protocols' cue_placement scene) instead of being drawn."""
     owned = isinstance(backend, str)
     spec = backend if owned else (name or type(backend).__name__)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     rows = read_rows(out)
-    _check_same(rows, spec, camera, out)
+    _check_same(rows, spec, camera, out, placement)
     plan = plan_instances(tasks, cues or parse_cues(), rounds, seeds)
+    for fam in sorted({i.family for i in plan}):
+        check_placement(placement, fam)
     done = _done(rows)
-    todo = [i for i in plan if i.key(camera) not in done]
+    todo = [i for i in plan if i.key(camera, placement) not in done]
     backend = make_vqa_backend(backend) if owned else backend
     own_sim = sim is None
     if own_sim:
         from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
         sim = MujocoBackend()
     skipped: list[dict] = []
+    scene = _Scene(sim, camera, placement)
     try:
-        _run(backend, spec, todo, out, _Scene(sim, camera), skipped, stream, len(plan) - len(todo))
+        _run(backend, spec, todo, out, scene, skipped, stream, len(plan) - len(todo))
     finally:
+        scene.close()
         if own_sim:
             sim.close()
         if owned:
             backend.close()
-        metrics = write_metrics(out, {"camera": camera, "skipped": skipped})
+        metrics = write_metrics(out, {"camera": camera, "placement": placement,
+                                      "skipped": skipped})
     return metrics | {"new": len(todo) - len(skipped), "resumed": len(plan) - len(todo)}
 
 
@@ -551,7 +588,8 @@ def _run(backend, spec, todo, out, scene, skipped, stream, resumed) -> None:
                 name = f"{inst.task.id} {inst.family}/{inst.variant} s{inst.seed}"
                 why = _run_instance(backend, spec, inst, scene, out, fh)
                 if why is not None:
-                    skipped.append({"instance": inst.key(scene.camera), "reason": why})
+                    skipped.append({"instance": inst.key(scene.camera, scene.placement),
+                                    "reason": why})
                     bar.write(f"vqa: skipped {name}: {why}")
                 bar.update(item=name)
 
@@ -562,7 +600,7 @@ def _run_instance(backend, spec, inst, scene, out, fh) -> str | None:
         _raw, image, world, cue = cued_image(scene, inst)
     except (ValueError, KeyError) as exc:
         return str(exc)
-    rows = instance_rows(backend, inst, image, world, cue, scene.camera, spec)
+    rows = instance_rows(backend, inst, image, world, cue, scene.camera, spec, scene.placement)
     fh.write("".join(json.dumps(r) + "\n" for r in rows))  # one write: whole or torn, never half
     fh.flush()
     _save_example(out, inst, image)
@@ -587,6 +625,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="seeds per task: the benchmark episode seeds of rounds 1..N (default 1)")
     seeds.add_argument("--seeds", default="", help="explicit comma-separated seeds instead")
     parser.add_argument("--camera", default="cam_high", help="camera to render (default cam_high)")
+    parser.add_argument("--placement", choices=("overlay", "scene"), default="overlay",
+                        help="overlay: draw the cue into the render (default); scene: stand it in "
+                             "the workspace as a card (F1, F6, F8; paper section 4.2)")
     parser.add_argument("--output", default="runs/vqa", help="output directory (resumed when it exists)")
 
 
@@ -605,6 +646,8 @@ def run(args: argparse.Namespace) -> int:
         if args.camera not in CAMERAS:
             raise ValueError(f"unknown camera {args.camera!r}; valid: {', '.join(CAMERAS)}")
         cues = parse_cues(args.families, args.variant)
+        for fam, _variant in cues:
+            check_placement(args.placement, fam)
         tasks = select_tasks(load_suite(), args.scene, args.levels, args.tasks)
         seeds = _int_list(args.seeds, "--seeds") if args.seeds else None
         tasks = tasks[:args.limit] if args.limit > 0 else tasks
@@ -616,7 +659,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         metrics = run_vqa(backend, tasks, cues, args.rounds, seeds, args.camera, args.output,
-                          name=args.backend)
+                          name=args.backend, placement=args.placement)
     except (VqaBackendUnavailable, ValueError) as exc:
         print(f"vla-bridge vqa: {exc}", file=sys.stderr)
         return 1
