@@ -321,9 +321,18 @@ class GraphRunner:
             self._readers.append(reader)
             self.say(f"started {cmd.name} (pid {proc.pid}): {shlex.join(cmd.argv)}")
 
+    def _clean_stale_shm(self) -> None:
+        """Killed nodes leave their Fast DDS shared memory behind (64 MiB each with our
+        profile): remove what dead processes left before adding a graph (vla_bridge.dds_shm)."""
+        from vla_bridge.dds_shm import clean_stale_shm
+        report = clean_stale_shm()
+        if report.removed:
+            self.say(report.summary())
+
     def run(self) -> int:
         """Run the graph to its end; returns the launcher's exit code."""
         previous = self._install_signal_handlers()
+        self._clean_stale_shm()
         try:
             try:
                 self.start()
