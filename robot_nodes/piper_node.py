@@ -379,6 +379,7 @@ class PiperNode(Node):
 
 
 def main(args=None) -> int:
+    ros_io.enable_stack_dumps()
     rclpy.init(args=args)
     node = None
     executor = MultiThreadedExecutor(num_threads=3)

@@ -24,3 +24,15 @@ class NaNPolicy(PolicyBackend):
         chunk = np.tile(observation.state, (50, 1))
         chunk[3, 2] = np.nan
         return chunk
+
+
+class HangingPolicy(PolicyBackend):
+    """Never returns from predict (a model stuck on a device, a dead remote call)."""
+
+    def set_instruction(self, instruction, task=None):
+        pass
+
+    def predict(self, observation):
+        import time
+        while True:
+            time.sleep(1.0)

@@ -339,7 +339,9 @@ def test_scene_instantiated_aruco_tag_is_decoded_from_cam_high(suite, tmp_path):
 def launch(*args: str, timeout: float = 150):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *args]
+    # the launcher's own limit first: a hung graph prints every node's stacks and exits 124
+    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *args,
+           "--timeout", str(timeout - 20)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 

@@ -19,7 +19,9 @@ def launch(*graph_args: str, timeout: float = 240, env_extra: dict | None = None
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "test"), env.get("PYTHONPATH", "")])
     env.update(env_extra or {})
-    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args]
+    # the launcher's own limit comes first: a hung graph prints every node's stacks and exits
+    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args,
+           "--timeout", str(timeout - 20)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -130,3 +132,17 @@ def test_real_time_mode_runs_on_the_wall_clock(tmp_path):
     assert row["wall_s"] >= 100 * 0.06 * 0.9  # paced by the wall clock, not as fast as possible
     assert time.monotonic() - t0 >= 6.0
     assert row["stages"][0]["intent"] == 0.8 and row["stages"][0]["exec"] == 0.8  # grasped, lifted
+
+
+def test_a_hung_graph_times_out_with_every_nodes_stacks(tmp_path):
+    """--timeout: a policy stuck in predict (episode_timeout far away) -> exit 124 and the
+    Python stacks of every node, the policy's showing where it hangs."""
+    proc = launch("--tasks", TASK, "--levels", "", "--output", str(tmp_path / "run"),
+                  "--policy", "bad_policies:HangingPolicy", "--episode_timeout", "600",
+                  timeout=40)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 124, out[-3000:]
+    assert "graph timed out after 20 s" in out
+    for node in ("sim_node", "policy_node", "evaluator_node"):
+        assert f"[{node}] Thread" in out or f"[{node}] Current thread" in out, (node, out[-3000:])
+    assert "bad_policies.py" in out and "in predict" in out

@@ -58,7 +58,7 @@ def test_cli_flags_map_one_to_one_onto_node_parameters():
     tokens = ["--scene", "scene1", "--levels", "L0,L1", "--rounds", "2", "--seed", "42",
               "--output", "runs/x", "--policy", "oracle", "tasks:=12", "lock_step:=false"]
     given, options = launcher.parse_command_line(ROBOFOLLOW_SIM, tokens)
-    assert options == {"dry_run": False, "params_file": None}
+    assert options == {"dry_run": False, "params_file": None, "timeout": None}
     overrides = launcher.parameter_overrides(ROBOFOLLOW_SIM, given)
     assert overrides["evaluator_node"] == {"scene": "scene1", "levels": "L0,L1", "tasks": "12",
                                            "rounds": 2, "base_seed": 42, "output": "runs/x"}
@@ -76,6 +76,8 @@ def test_unknown_or_bad_arguments_are_clear():
         launcher.parse_launch_args(ROBOFOLLOW_SIM, ["--rounds", "two"])
     with pytest.raises(ValueError, match="'lock_step' expects true or false"):
         launcher.parse_launch_args(ROBOFOLLOW_SIM, ["lock_step:=maybe"])
+    with pytest.raises(ValueError, match="--timeout must be > 0"):
+        launcher.parse_command_line(ROBOFOLLOW_SIM, ["--timeout", "0"])
     with pytest.raises(KeyError, match="known graphs"):
         get_graph("nope")
 

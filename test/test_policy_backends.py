@@ -81,7 +81,9 @@ def launch(*graph_args: str, timeout: float = 180):
     """The robofollow_sim graph through the package's own launcher."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "test"), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args]
+    # the launcher's own limit first: a hung graph prints every node's stacks and exits 124
+    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args,
+           "--timeout", str(timeout - 20)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 

@@ -195,7 +195,8 @@ def test_fake_piper_pair_runs_and_scores_episodes_through_the_sim_graph(recordin
     out = tmp_path / "run"
     args = {**COMMON, "hardware": "fake_piper", "camera_playback_dir": str(recordings),
             "output": str(out)}
-    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *_args(args)]
+    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *_args(args),
+           "--timeout", "130"]  # a hung graph prints every node's stacks and exits 124
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ))
     try:

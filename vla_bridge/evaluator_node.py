@@ -332,6 +332,7 @@ class EvaluatorNode(Node):
 
 
 def main(args=None) -> int:
+    ros_io.enable_stack_dumps()
     rclpy.init(args=args)
     node = None
     try:

@@ -106,11 +106,14 @@ def arg_parser(graph: GraphSpec, prog: str | None = None) -> argparse.ArgumentPa
                      help="print the node commands instead of running them")
     own.add_argument("--params-file", dest="_params_file", default=None, metavar="FILE",
                      help="use this ROS 2 params file instead of the graph's own")
+    own.add_argument("--timeout", dest="_timeout", type=float, default=None, metavar="SECONDS",
+                     help="stop the graph after this long (exit code 124), first printing every "
+                          "node's Python stacks (default: no limit)")
     return parser
 
 
 def parse_command_line(graph: GraphSpec, tokens: list[str]) -> tuple[dict[str, str], dict]:
-    """({graph argument: raw value} as given, {"dry_run": bool, "params_file": str|None}).
+    """({graph argument: raw value} as given, {"dry_run", "params_file", "timeout"}).
 
     Graph arguments come as `--name value` or `name:=value`. Raises ValueError listing the
     valid arguments on an unknown one or a bad value.
@@ -135,7 +138,10 @@ def parse_command_line(graph: GraphSpec, tokens: list[str]) -> tuple[dict[str, s
     given = {name: values[name] for name in valid if values[name] is not None}
     for name, value in given.items():
         parse_value(graph.arg(name), value)  # validate early, with the argument's name
-    return given, {"dry_run": values["_dry_run"], "params_file": values["_params_file"]}
+    if values["_timeout"] is not None and values["_timeout"] <= 0:
+        raise ValueError(f"--timeout must be > 0 seconds, got {values['_timeout']}")
+    return given, {"dry_run": values["_dry_run"], "params_file": values["_params_file"],
+                   "timeout": values["_timeout"]}
 
 
 def parse_launch_args(graph: GraphSpec, tokens: list[str]) -> dict[str, str]:
@@ -264,7 +270,8 @@ class GraphRunner:
     """Starts node processes, relays their output, and ends them together."""
 
     def __init__(self, commands: list[NodeCommand], end_node: str, out: TextIO | None = None,
-                 sigint_grace: float = 5.0, sigterm_grace: float = 3.0, end_grace: float = 2.0):
+                 sigint_grace: float = 5.0, sigterm_grace: float = 3.0, end_grace: float = 2.0,
+                 timeout: float | None = None):
         names = [c.name for c in commands]
         if end_node not in names:
             raise ValueError(f"end node {end_node!r} is not among the nodes {names}")
@@ -278,6 +285,7 @@ class GraphRunner:
         self._write_lock = threading.Lock()
         self._signal: int | None = None
         self._hurry = False
+        self.timeout = timeout  # wall-clock limit of the whole graph (None: none)
 
     # -- output
     def _emit(self, line: str) -> None:
@@ -346,7 +354,10 @@ class GraphRunner:
                 signal.signal(signum, handler)
 
     def _supervise(self) -> int:
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                return self._timed_out()
             if self._signal is not None:
                 name = signal.Signals(self._signal).name
                 self.say(f"{name} received: stopping {', '.join(self._alive())}")
@@ -359,6 +370,19 @@ class GraphRunner:
                 if name != self.end_node and proc.poll() is not None:
                     return self._node_died(name, proc.returncode)
             time.sleep(0.05)
+
+    def _timed_out(self) -> int:
+        """Past --timeout: ask every node for its Python stacks (SIGUSR1, see
+        ros_io.enable_stack_dumps) so a hang shows where it is, then stop the graph."""
+        alive = [name for name, proc in self.procs.items() if proc.poll() is None]
+        self.say(f"graph timed out after {self.timeout:g} s; stacks of {', '.join(alive)} follow")
+        for name in alive:
+            try:
+                os.kill(self.procs[name].pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+        time.sleep(1.0)  # let the dumps reach the relay threads
+        return 124
 
     def _node_died(self, name: str, code: int) -> int:
         # A node may quit together with the end node (e.g. on the evaluator's last
@@ -457,7 +481,7 @@ def launch(graph_name: str, tokens: list[str], *, params_file: str | None = None
         return 2
     params_file = options["params_file"] or params_file
     return run_graph(graph, given, params_file=Path(params_file) if params_file else None,
-                     dry_run=dry_run or options["dry_run"], out=out)
+                     dry_run=dry_run or options["dry_run"], out=out, timeout=options["timeout"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -440,6 +440,15 @@ def parse_json_msg(msg: String) -> dict:
 # ------------------------------------------------------------------------ node main
 
 
+def enable_stack_dumps() -> None:
+    """SIGUSR1 prints every thread's Python stack to stderr (the launcher's --timeout asks a
+    hung node where it is); a no-op where the signal does not exist."""
+    import faulthandler
+    import signal
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
 def spin_node(make_node, name: str, args=None) -> int:
     """Run a node until Ctrl-C or shutdown: the `main()` of every long-running node.
 
@@ -450,6 +459,7 @@ def spin_node(make_node, name: str, args=None) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    enable_stack_dumps()
     rclpy.init(args=args)
     node = None
     try:
