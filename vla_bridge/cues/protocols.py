@@ -319,17 +319,25 @@ def _fmt(v) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
-def format_cue_table(metrics: dict) -> str:
-    """Table-2-like text: one row per metric, one column per family, Avg. (macro), All (micro)."""
+def family_table(metrics: dict, rows, first: str = "metric") -> tuple[list[str], int]:
+    """Text table lines of per-family metrics (``by_family``, ``average``, ``overall``): one
+    line per (key, label) of ``rows``, one column per family, then Avg. (macro) and All
+    (pooled); returns (lines, column width). Shared by the protocol and VQA tables."""
     fams = sorted(metrics["by_family"])
     cols = [FAMILY_LABELS.get(f, f) for f in fams] + ["Avg.", "All"]
     w = max([10] + [len(c) + 2 for c in cols])
-    head = f"{'metric':<10}" + "".join(f"{c:>{w}}" for c in cols)
+    head = f"{first:<11}" + "".join(f"{c:>{w}}" for c in cols)
     lines = [head, "-" * len(head)]
-    for key, label in METRICS:
+    for key, label in rows:
         vals = [metrics["by_family"][f].get(key) for f in fams]
         vals += [metrics["average"].get(key), metrics["overall"].get(key)]
-        lines.append(f"{label:<10}" + "".join(f"{_fmt(v):>{w}}" for v in vals))
+        lines.append(f"{label:<11}" + "".join(f"{_fmt(v):>{w}}" for v in vals))
+    return lines, w
+
+
+def format_cue_table(metrics: dict) -> str:
+    """Table-2-like text: one row per metric, one column per family, Avg. (macro), All (micro)."""
+    lines, _ = family_table(metrics, METRICS)
     counts = ", ".join(f"{p} {c['episodes']}" + (f" ({c['failed']} failed)" if c["failed"] else "")
                        for p, c in sorted(metrics["episodes"].items()))
     lines.append(f"episodes: {counts or 'none'}")

@@ -48,8 +48,8 @@ from vla_bridge.tasks import TaskSpec, episode_seed
 
 from .families import FAMILIES, STATE_OVERLAY, family
 from .insertion import VQA_STAGES, full_chain_accuracy, ghost_layers, insert, vqa_questions
-from .protocols import (FAMILY_LABELS, UNSUPPORTED_IN_GRAPH, build_cue, check_placement,
-                        episode_scene_cues, resolve_family_variant)
+from .protocols import (UNSUPPORTED_IN_GRAPH, build_cue, check_placement,
+                        episode_scene_cues, family_table, resolve_family_variant)
 from .replay import GHOST_POSES, ghost_path
 
 __all__ = [
@@ -462,22 +462,10 @@ def vqa_metrics(rows: Iterable[dict]) -> dict:
     }
 
 
-def _fmt(v) -> str:
-    return "-" if v is None else f"{v:.1f}"
-
-
 def format_vqa_table(metrics: dict) -> str:
     """Text table: one row per stage + FCA, one column per family, Avg. (macro), All (pooled)."""
     fams = sorted(metrics["by_family"])
-    cols = [FAMILY_LABELS.get(f, f) for f in fams] + ["Avg.", "All"]
-    w = max([10] + [len(c) + 2 for c in cols])
-    head = f"{'stage':<11}" + "".join(f"{c:>{w}}" for c in cols)
-    lines = [head, "-" * len(head)]
-    for key in (*VQA_STAGES, "fca"):
-        vals = [metrics["by_family"][f][key] for f in fams]
-        vals += [metrics["average"][key], metrics["overall"][key]]
-        label = "FCA" if key == "fca" else key
-        lines.append(f"{label:<11}" + "".join(f"{_fmt(v):>{w}}" for v in vals))
+    lines, w = family_table(metrics, [(s, s) for s in VQA_STAGES] + [("fca", "FCA")], "stage")
     counts = [metrics["by_family"][f]["instances"] for f in fams]
     lines.append(f"{'instances':<11}" + "".join(f"{n:>{w}}" for n in counts)
                  + f"{'':>{w}}{metrics['overall']['instances']:>{w}}")
