@@ -108,6 +108,22 @@ class MujocoBackend(SimBackend):
             mujoco.mj_step(m, d)
         self._t0 = d.time
 
+    def pose(self, world: WorldState, joints=None) -> None:
+        """Put the scene in a given state without simulating: the free objects of ``world``
+        (names unknown to this model are ignored) and, when given, the arms at ``joints``
+        (contract order). For rendering a copy of another process's scene (cue ghosts)."""
+        m, d = self.model, self.data
+        for name, obj in world.objects.items():
+            body = self._bodies.get(name)
+            if body is None or body[1] is None:  # unknown or a fixed fixture
+                continue
+            qadr = body[1]
+            d.qpos[qadr:qadr + 3] = obj.pos
+            d.qpos[qadr + 3:qadr + 7] = obj.quat
+        if joints is not None:
+            self._set_joint_positions(np.asarray(joints, float))
+        mujoco.mj_forward(m, d)
+
     def _set_joint_positions(self, q: np.ndarray) -> None:
         for i, arm in enumerate(contract.ARMS):
             base = i * contract.JOINTS_PER_ARM

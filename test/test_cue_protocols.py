@@ -582,3 +582,25 @@ def test_build_cue_from_a_live_world_state_keeps_fixtures_apart(suite):
             assert live.anchors == P.build_cue(task, "F2", "", 0).anchors, task.id
     finally:
         backend.close()
+
+
+@pytest.mark.slow
+def test_graph_f3_ghosts_are_rendered_on_a_scene_copy_unless_turned_off(tmp_path):
+    """cue_render_ghosts (default true in the sim graph): the evaluator renders the ghost
+    trajectory on a MuJoCo copy of the scene; false falls back to projected boxes. Both run
+    the episode; the policy sees different ghosts."""
+    cued = {}
+    for render in ("true", "false"):
+        out = tmp_path / render
+        proc = launch("--tasks", TASK, "--levels", "", "--output", str(out),
+                      "--cue_protocol", "authorized", "--cue_family", "F3",
+                      "--image_source", "cued", "--oracle_follow", "cue",
+                      "--max_policy_calls", "2", "--cue_render_ghosts", render)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        (row,) = [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
+        assert row["status"] == "ok" and row["cue"]["overlay"]["changed_fraction"]["cam_high"] > 0.001
+        assert row["cue"]["ghosts"] == ("rendered" if render == "true" else "projected")
+        pair = cv2.imread(str(next((out / "cue_examples").glob("*_cam_high.png"))))
+        w = (pair.shape[1] - 4) // 2
+        cued[render] = pair[:, w + 4:].astype(int)
+    assert (np.abs(cued["true"] - cued["false"]).max(axis=2) > 30).sum() > 50

@@ -315,3 +315,18 @@ def test_report_cli_video_view(runs):
     assert report["videos"][0]["view"] == "raw" and report["videos"][0]["cue"] == ""
     with pytest.raises(SystemExit):
         main(["report", str(run), "--video-view", "policy"])
+
+
+def test_replay_renders_f3_ghosts_like_the_evaluator_did():
+    """row["cue"]["ghosts"] says how the policy's F3 ghosts were made; the replay follows."""
+    from vla_bridge.cues.sim_ghosts import MirrorGhostRenderer
+    from vla_bridge.report import _ghost_renderer
+    meta = {"scene": "scene1", "layout": "default", "seed": 3}
+    spec = object()  # any cue: only "ghosts" decides
+    renderer = _ghost_renderer(spec, {"ghosts": "rendered"}, meta)
+    try:
+        assert isinstance(renderer, MirrorGhostRenderer)
+    finally:
+        renderer.close()
+    assert _ghost_renderer(spec, {"ghosts": "projected"}, meta) is None
+    assert _ghost_renderer(spec, {}, meta) is None and _ghost_renderer(None, {"ghosts": "rendered"}, meta) is None

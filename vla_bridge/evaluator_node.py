@@ -41,7 +41,10 @@ class EvaluatorNode(Node):
               "discovery_timeout": 60.0, "save_episodes": True}
     # visual-cue protocols (LIBERO-VIFO): see the "visual-cue protocols" methods below
     PARAMS = {**PARAMS, "cue_protocol": "", "cue_family": "", "cue_variant": "",
-              "cue_placement": "overlay"}
+              "cue_placement": "overlay",
+              # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
+              # robot has no simulator, so its ghosts are projected box silhouettes)
+              "cue_render_ghosts": False}
 
     def __init__(self):
         super().__init__("evaluator_node")
@@ -276,6 +279,7 @@ class EvaluatorNode(Node):
         self.cues = CueRun(self.p["cue_protocol"], self.p["cue_family"], self.p["cue_variant"],
                            self.p["cue_placement"])
         self.cue_overlay = None
+        self.cue_ghosts = None  # sim_ghosts.MirrorGhostRenderer, made for the first F3 cue
 
     def cue_attach_overlay(self) -> None:
         if self.cue_overlay is None:
@@ -308,13 +312,30 @@ class EvaluatorNode(Node):
         """Plan the trial's protocol, set the overlay's cue; returns the policy's language."""
         language, drawn = self.cues.prepare(trial, instruction)
         if self.cue_overlay is not None:
-            self.cue_overlay.set_cue(drawn)
+            self.cue_overlay.set_cue(drawn, ghost_renderer=self.cue_ghost_renderer(drawn, trial))
         return language
+
+    def cue_ghost_renderer(self, cue, trial: Trial):
+        """For an F3 cue in a sim graph: a MuJoCo copy of the episode's scene to render the
+        ghosts on (reset as the sim node resets for the begin task)."""
+        from vla_bridge.cues.families import STATE_OVERLAY
+        if cue is None or cue.mode != STATE_OVERLAY or not self.p["cue_render_ghosts"]:
+            return None
+        if self.cue_ghosts is None:
+            from vla_bridge.cues.sim_ghosts import MirrorGhostRenderer
+            self.cue_ghosts = MirrorGhostRenderer()
+        task = self.cues.begin_task(trial)
+        self.cue_ghosts.reset(task.scene, task.layout, trial.seed)
+        return self.cue_ghosts
 
     def cue_annotate_row(self, row: dict, trial: Trial, run_dir: RunDirectory) -> None:
         self.cues.annotate(row, lambda task: score_episode(task, self.last_record).to_dict())
         if "cue" in row and self.cue_overlay is not None and self.cue_overlay.cue is not None:
             row["cue"]["overlay"] = self.cue_overlay.stats.to_dict()
+            from vla_bridge.cues.families import STATE_OVERLAY
+            if self.cue_overlay.cue.mode == STATE_OVERLAY:  # F3: how its ghosts were made
+                rendered = self.cue_overlay.conditioner.ghost_renderer is not None
+                row["cue"]["ghosts"] = "rendered" if rendered else "projected"
             self.cue_save_examples(run_dir, trial)
 
     def cue_save_examples(self, run_dir: RunDirectory, trial: Trial) -> None:
@@ -346,6 +367,8 @@ def main(args=None) -> int:
         return 2
     finally:
         if node is not None:
+            if node.cue_ghosts is not None:
+                node.cue_ghosts.close()  # its MuJoCo renderer, before the process exits
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

@@ -131,6 +131,9 @@ ROBOFOLLOW_SIM = GraphSpec(
                   sets=("evaluator_node.cue_family",)),
         LaunchArg("cue_variant", "", "variant of the cue family (empty = the family's default)",
                   sets=("evaluator_node.cue_variant",)),
+        LaunchArg("cue_render_ghosts", "true",
+                  "F3 ghosts rendered by MuJoCo on a copy of the scene (false: projected boxes)",
+                  type="bool", sets=("evaluator_node.cue_render_ghosts",)),
         LaunchArg("cue_placement", "overlay",
                   "where the cue appears: overlay (drawn into the policy's images) or scene (a "
                   "card standing in the sim's workspace; F1, F6, F8)",

@@ -680,7 +680,8 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
     _check_replayable(episode_path, record, meta)
     cue_info = cue if cue is not None else meta.get("cue")
     spec, shown, note, placement = _episode_view(cue_info, meta["seed"], view)
-    conditioner = CueConditioner(spec) if spec is not None else None
+    ghosts = _ghost_renderer(spec, cue_info, meta)
+    conditioner = CueConditioner(spec, ghosts) if spec is not None else None
     # a scene cue: the sim node's card, rebuilt for the reset (textures live until the end)
     textures = tempfile.TemporaryDirectory(prefix="vla_bridge_replay_cues_") if placement == "scene" else None
     cards = episode_scene_objects(cue_info, meta["seed"], textures.name) if textures else []
@@ -727,6 +728,8 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
             written += 1
     finally:
         writer.close()
+        if ghosts is not None:
+            ghosts.close()
         if textures is not None:
             textures.cleanup()
         if own_backend:
@@ -743,6 +746,17 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
                        render_s=round(time.perf_counter() - t0, 3), max_tcp_drift_m=drift, note=note,
                        view=shown, cue=described,
                        cue_ms_per_frame=round(float(np.mean(cue_ms)), 3) if cue_ms else None)
+
+
+def _ghost_renderer(spec, cue_info, meta):
+    """An F3 cue whose ghosts the evaluator rendered on a scene copy (row["cue"]["ghosts"]):
+    the same renderer for the replay; else None (projected boxes, as the policy saw them)."""
+    if spec is None or (cue_info or {}).get("ghosts") != "rendered":
+        return None
+    from vla_bridge.cues.sim_ghosts import MirrorGhostRenderer
+    renderer = MirrorGhostRenderer()
+    renderer.reset(meta["scene"], meta["layout"], int(meta["seed"]))
+    return renderer
 
 
 def render_videos(run_dir: str | Path, rows: Sequence[Mapping], count: int, *, stride: int = 2,

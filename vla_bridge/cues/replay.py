@@ -103,10 +103,13 @@ class CueConditioner:
     (``camera_info``), else the camera spec's field of view is used.
     """
 
-    def __init__(self, cue: CueSpec):
+    def __init__(self, cue: CueSpec, ghost_renderer=None):
         self.cue = cue
         self.inserter = CueInserter(cue)
         self.ghost: list | None = None  # F3: fixed at the first call with a world state
+        # F3: renders the future states (sim_ghosts.MirrorGhostRenderer); None: projected
+        # box silhouettes (no simulator to render from, e.g. the real robot)
+        self.ghost_renderer = ghost_renderer
 
     @property
     def needs_world(self) -> bool:
@@ -137,8 +140,11 @@ class CueConditioner:
         if self.cue.mode == STATE_OVERLAY:
             if self.ghost is None and world is not None:
                 self.ghost = ghost_path(self.cue, world)
-            layers = {c: projected_ghost_layers(images[c], self.ghost or [], cameras[c])
-                      if cameras else [] for c in images}
+            if self.ghost_renderer is not None and world is not None:
+                layers = self.ghost_renderer(world, joints, self.ghost or [], images)
+            else:
+                layers = {c: projected_ghost_layers(images[c], self.ghost or [], cameras[c])
+                          if cameras else [] for c in images}
         return self.inserter(images, world, cameras, layers)
 
 

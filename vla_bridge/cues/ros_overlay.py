@@ -100,10 +100,12 @@ class CueOverlay:
         self.stats = OverlayStats()
 
     # ------------------------------------------------------------------ episode
-    def set_cue(self, cue: CueSpec | None, world_state_provider: Callable | None = None) -> None:
-        """The cue of the coming episode (None: republish images unchanged)."""
+    def set_cue(self, cue: CueSpec | None, world_state_provider: Callable | None = None,
+                ghost_renderer=None) -> None:
+        """The cue of the coming episode (None: republish images unchanged). ``ghost_renderer``
+        (F3): renders future states on a sim copy (cues.sim_ghosts), else projected boxes."""
         self.cue = cue
-        self.conditioner = CueConditioner(cue) if cue is not None else None
+        self.conditioner = CueConditioner(cue, ghost_renderer) if cue is not None else None
         self.world_provider = world_state_provider
         self.stats = OverlayStats()
         self.snapshot = {}

@@ -47,10 +47,11 @@ from vla_bridge.progress import Progress
 from vla_bridge.tasks import TaskSpec, episode_seed
 
 from .families import FAMILIES, STATE_OVERLAY, family
-from .insertion import VQA_STAGES, full_chain_accuracy, ghost_layers, insert, vqa_questions
+from .insertion import VQA_STAGES, full_chain_accuracy, insert, vqa_questions
 from .protocols import (UNSUPPORTED_IN_GRAPH, build_cue, check_placement,
                         episode_scene_cues, family_table, resolve_family_variant)
 from .replay import GHOST_POSES, ghost_path
+from .sim_ghosts import render_ghost_layers
 
 __all__ = [
     "VqaBackend", "RandomVqa", "OracleVqa", "HttpVqa", "VqaBackendUnavailable", "VQA_BACKENDS",
@@ -258,35 +259,13 @@ def ghost_poses(cue, world, k: int = GHOST_POSES) -> list[np.ndarray]:
 
 
 def sim_ghost_layers(sim, cue, world, camera: str) -> list:
-    """F3 simulator-state overlay: the source object re-rendered at its future poses, each
-    differenced against the scene rendered without it. [] when the source is not a free body
-    (nothing moves, so there is no trajectory) or the sim is not MuJoCo."""
-    m, d = getattr(sim, "model", None), getattr(sim, "data", None)
+    """F3 simulator-state overlay: the source object re-rendered at its future poses
+    (``sim_ghosts.render_ghost_layers``). [] when the source is not a free body (nothing
+    moves, so there is no trajectory) or the sim is not MuJoCo."""
     src = cue.anchors.get("source")
-    if m is None or src is None or src.entity is None:
+    if getattr(sim, "model", None) is None or src is None or src.entity is None:
         return []
-    import mujoco
-
-    try:
-        joint = m.joint(src.entity).id
-    except KeyError:
-        return []
-    if m.jnt_type[joint] != mujoco.mjtJoint.mjJNT_FREE:
-        return []
-    adr, saved = m.jnt_qposadr[joint], d.qpos.copy()
-
-    def render_at(pos):
-        d.qpos[adr:adr + 3] = pos
-        mujoco.mj_forward(m, d)
-        return sim.render(camera)
-
-    try:
-        reference = render_at((0.0, 0.0, -5.0))  # under the floor: the scene without it
-        renders = [render_at(p) for p in ghost_poses(cue, world)]
-    finally:
-        d.qpos[:] = saved
-        mujoco.mj_forward(m, d)
-    return ghost_layers(reference, renders, threshold=12)
+    return render_ghost_layers(sim, src.entity, ghost_poses(cue, world), camera)
 
 
 class _Scene:
