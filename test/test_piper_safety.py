@@ -506,9 +506,11 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context):
             expected[s] = np.clip(target[s], lim[:, 0], lim[:, 1])
         assert wait_until(lambda: np.allclose(ros_io.joint_state_to_array(
             latest["state"], C.JOINT_NAMES), expected, atol=5e-3), 5.0)
-        # both fakes were driven, each with its own arm's slice
-        for arm in ("left", "right"):
-            assert node.fakes[arm].joint_commands()[-1][1] == pytest.approx(target[1], abs=1e-4)
+        # both fakes were driven to the chunk's end, each with its own arm's slice (after the
+        # chunk the node may hold the measured, still-lagging position: look at every command)
+        for arm, j in (("left", 1), ("right", 8)):
+            sent = [c[1] for c in node.fakes[arm].joint_commands()]
+            assert min(abs(v - target[j]) for v in sent) < 1e-4, (arm, sent[-5:])
     finally:
         node.close()
         executor.remove_node(helper)
