@@ -6,6 +6,7 @@ import math
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from vla_bridge.workcell import HOME_ARM_Q
 pytestmark = pytest.mark.filterwarnings("ignore:The 'bustype' argument is deprecated")
 
 HOME = np.concatenate([HOME_ARM_Q, [1.0]])
+SAFETY_FILE = Path(__file__).resolve().parents[1] / "config" / "piper_safety.yaml"
 DT = 0.01  # command period of these tests (100 Hz)
 
 
@@ -452,7 +454,7 @@ def test_node_executes_a_chunk_and_the_estop_service_stops_it(ros_context, capsy
     assert fake.frames("motor_enable")[-1].fields["enable_flag"] == 0x01  # disabled on close
 
 
-def test_node_two_arms_speak_the_episode_protocol(ros_context):
+def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
     import json
 
     import rclpy
@@ -466,9 +468,15 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context):
     from vla_bridge import ros_io
     from vla_bridge.robot_nodes.piper_node import PiperNode
 
+    # a slow watchdog: after the chunk the arms must reach its end, not hold where the
+    # lagging fakes were when a loaded machine delayed the check (the hold has its own test)
+    safety = yaml.safe_load(SAFETY_FILE.read_text())
+    safety["piper_node"]["ros__parameters"]["safety"]["watchdog_timeout_s"] = 30.0
+    (tmp_path / "safety.yaml").write_text(yaml.safe_dump(safety))
     node = PiperNode(context=ros_context, parameter_overrides=[
         Parameter("arms", value="right,left"), Parameter("use_fake_hardware", value=True),
-        Parameter("feedback_timeout_s", value=2.0)])
+        Parameter("feedback_timeout_s", value=2.0),
+        Parameter("safety_params_file", value=str(tmp_path / "safety.yaml"))])
     helper = rclpy.create_node("piper_node_episode_helper", context=ros_context)
     latest, statuses = {}, []
     helper.create_subscription(JointState, C.TOPIC_JOINT_STATES,
