@@ -1,24 +1,43 @@
 """Session-wide environment for the ROS tests.
 
 Other people run ROS tests on the same machine at the same time, so every pytest session
-talks on its own random DDS domain (unless VLA_BRIDGE_KEEP_DOMAIN is set, e.g. by a caller
-that already picked one). Child processes (nodes, launchers) inherit it through os.environ.
+talks on its own random DDS domain, claimed with a lock file so two sessions never share one
+(unless VLA_BRIDGE_KEEP_DOMAIN is set, e.g. by a caller that already picked one). Child processes (nodes, launchers) inherit it through os.environ.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import random
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FASTDDS_PROFILE = REPO / "config" / "fastdds_profile.xml"
 
 
+_DOMAIN_LOCK = None  # held for the whole session: other sessions skip our domain
+
+
 def _pick_domain_id() -> None:
+    global _DOMAIN_LOCK
     if os.environ.get("VLA_BRIDGE_KEEP_DOMAIN") and os.environ.get("ROS_DOMAIN_ID"):
         return
     # 1..200 keeps clear of 0 (everyone's default) and of Fast DDS' port range limit (232).
-    os.environ["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(1, 200))
+    # A random domain alone let two concurrent sessions here collide (their graphs then
+    # refuse to run, or talk across): claim one with a lock file no other session holds.
+    candidates = random.SystemRandom().sample(range(1, 201), 200)
+    for domain in candidates:
+        fh = open(Path(tempfile.gettempdir()) / f"vla_bridge_test_domain_{domain}.lock", "w")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            continue
+        _DOMAIN_LOCK = fh
+        os.environ["ROS_DOMAIN_ID"] = str(domain)
+        return
+    os.environ["ROS_DOMAIN_ID"] = str(candidates[0])  # all claimed: share one
 
 
 def pytest_configure(config) -> None:
