@@ -36,6 +36,21 @@ def package_versions() -> dict:
     return versions
 
 
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Every complete JSON line of an append-only file (none if it does not exist); a line
+    torn by a crash mid-write is skipped, so what was written before it is never lost."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
 class RunDirectory:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -46,15 +61,7 @@ class RunDirectory:
     # ------------------------------------------------------------------ reading
     def results(self) -> list[dict]:
         """Every complete line of results.jsonl (a torn last line from a crash is ignored)."""
-        if not self.results_path.exists():
-            return []
-        rows = []
-        for line in self.results_path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return rows
+        return read_jsonl(self.results_path)
 
     def finished_keys(self) -> set[str]:
         return {row["key"] for row in self.results()}

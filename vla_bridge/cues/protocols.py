@@ -359,15 +359,8 @@ def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -
 
 
 def _read_rows(run_dir: Path) -> list[dict]:
-    path = run_dir / "results.jsonl"
-    rows = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+    from vla_bridge.evaluation import read_jsonl
+    return read_jsonl(run_dir / "results.jsonl")
 
 
 # ----------------------------------------------------------------------------- scene objects (4.2)

@@ -371,15 +371,8 @@ def instance_rows(backend, inst: VqaInstance, image, world, cue, camera: str,
 
 def read_rows(out_dir: str | Path) -> list[dict]:
     """Rows of ``vqa_results.jsonl`` (a torn last line is ignored)."""
-    path = Path(out_dir) / RESULTS_FILE
-    rows = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
+    from vla_bridge.evaluation import read_jsonl
+    return read_jsonl(Path(out_dir) / RESULTS_FILE)
 
 
 def _latest(rows: Iterable[dict]) -> list[dict]:
