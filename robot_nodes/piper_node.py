@@ -300,10 +300,8 @@ class PiperNode(Node):
             self.player = ChunkPlayer(start, chunk, times, time.monotonic())
 
     def on_control(self, msg: String) -> None:
-        try:
-            ctl = ros_io.parse_json_msg(msg)
-        except ValueError as exc:
-            self.get_logger().error(f"episode control: {exc}")
+        ctl = ros_io.parse_control(msg, self.get_logger())
+        if ctl is None:
             return
         kind = ctl.get("kind")
         with self._lock:

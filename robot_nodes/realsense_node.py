@@ -330,10 +330,8 @@ class RealsenseNode(Node):
         self.joint_state = msg
 
     def on_control(self, msg: String) -> None:
-        try:
-            ctl = ros_io.parse_json_msg(msg)
-        except ValueError as exc:
-            self.get_logger().error(f"episode control: {exc}")
+        ctl = ros_io.parse_control(msg, self.get_logger())
+        if ctl is None:
             return
         kind = ctl.get("kind")
         if kind == C.CONTROL_BEGIN:

@@ -246,10 +246,8 @@ class TrackerNode(Node):
         self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     def on_control(self, msg: String) -> None:
-        try:
-            ctl = ros_io.parse_json_msg(msg)
-        except ValueError as exc:
-            self.get_logger().error(f"episode control: {exc}")
+        ctl = ros_io.parse_control(msg, self.get_logger())
+        if ctl is None:
             return
         kind = ctl.get("kind")
         if kind == C.CONTROL_BEGIN:

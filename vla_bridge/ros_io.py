@@ -437,6 +437,16 @@ def parse_json_msg(msg: String) -> dict:
     return payload
 
 
+def parse_control(msg: String, logger) -> dict | None:
+    """An episode-control message as a dict; a malformed one is logged and gives None (a
+    node never dies on a bad request)."""
+    try:
+        return parse_json_msg(msg)
+    except ValueError as exc:
+        logger.error(f"episode control: {exc}")
+        return None
+
+
 # ------------------------------------------------------------------------ node main
 
 
