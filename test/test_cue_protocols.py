@@ -9,9 +9,6 @@ the cue, then the language (UVF 100 / LFR 0, then the reverse).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
+import graph_runs  # noqa: E402
 from vla_bridge.cues import protocols as P  # noqa: E402
 from vla_bridge.policy_nodes.backend import PolicyBackend  # noqa: E402
 from vla_bridge.tasks import TaskSpec, episode_seed, load_suite  # noqa: E402
@@ -337,12 +335,8 @@ def test_scene_instantiated_aruco_tag_is_decoded_from_cam_high(suite, tmp_path):
 # ------------------------------------------------------------------------------ the graph
 
 def launch(*args: str, timeout: float = 150):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
-    # the launcher's own limit first: a hung graph prints every node's stacks and exits 124
-    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *args,
-           "--timeout", str(timeout - 20)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    return graph_runs.launch(*args, timeout=timeout)
+
 
 
 @pytest.mark.slow

@@ -11,22 +11,17 @@ from pathlib import Path
 
 import pytest
 
+import graph_runs
+from graph_runs import results
+
 REPO = Path(__file__).resolve().parents[1]
 TASK = "L0_place_yellow_block_1_behind_red_sphere"
 
 
 def launch(*graph_args: str, timeout: float = 240, env_extra: dict | None = None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "test"), env.get("PYTHONPATH", "")])
-    env.update(env_extra or {})
-    # the launcher's own limit comes first: a hung graph prints every node's stacks and exits
-    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args,
-           "--timeout", str(timeout - 20)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    return graph_runs.launch(*graph_args, timeout=timeout, env_extra=env_extra)
 
 
-def results(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
 def test_graph_scores_an_episode_and_a_rerun_is_identical(tmp_path):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import json
 import os
 import socket
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graph_runs import launch, results  # noqa: E402  (test/ is on sys.path)
 from vla_bridge import contract as C
 from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 
@@ -75,20 +75,6 @@ def _obs(state=None, stamp=0.0, seed=0) -> Observation:
                                for c in C.CAMERAS})
 
 # -------------------------------------------------------------------------- helpers
-
-
-def launch(*graph_args: str, timeout: float = 180):
-    """The robofollow_sim graph through the package's own launcher."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "test"), env.get("PYTHONPATH", "")])
-    # the launcher's own limit first: a hung graph prints every node's stacks and exits 124
-    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args,
-           "--timeout", str(timeout - 20)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def results(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
 def episode_commands(out: Path) -> np.ndarray:

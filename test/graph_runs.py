@@ -1,0 +1,27 @@
+"""Running the robofollow_sim graph from tests: one launcher call and its results rows."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TEST_DIR = Path(__file__).resolve().parent
+
+
+def launch(*graph_args: str, timeout: float = 180, env_extra: dict | None = None):
+    """`vla-bridge launch robofollow_sim ARGS` as a subprocess (test/ importable, so policies
+    such as "bad_policies:NaNPolicy" load). The launcher's own limit comes first: a hung graph
+    prints every node's stacks and exits 124 instead of being killed by the timeout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TEST_DIR), env.get("PYTHONPATH", "")])
+    env.update(env_extra or {})
+    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args,
+           "--timeout", str(timeout - 20)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def results(out: Path) -> list[dict]:
+    """The rows of a run directory's results.jsonl."""
+    return [json.loads(line) for line in (Path(out) / "results.jsonl").read_text().splitlines()]
