@@ -1,4 +1,5 @@
-"""Running the robofollow_sim graph from tests: one launcher call and its results rows."""
+"""Test helpers shared by several files: running the robofollow_sim graph, its results rows,
+and polling for a condition."""
 from __future__ import annotations
 
 import json
@@ -25,3 +26,14 @@ def launch(*graph_args: str, timeout: float = 180, env_extra: dict | None = None
 def results(out: Path) -> list[dict]:
     """The rows of a run directory's results.jsonl."""
     return [json.loads(line) for line in (Path(out) / "results.jsonl").read_text().splitlines()]
+
+
+def wait_until(condition, timeout: float = 2.0, poll: float = 0.005) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` seconds pass; its last value."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll)
+    return condition()

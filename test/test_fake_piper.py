@@ -9,6 +9,7 @@ import uuid
 
 import numpy as np
 import pytest
+from graph_runs import wait_until
 
 from vla_bridge.kinematics import PiperKinematics
 from vla_bridge.robot_nodes.fake_piper import FakePiper, decode_frame, zyx_euler_deg
@@ -17,15 +18,6 @@ from vla_bridge.robot_nodes.piper_arm import (PiperArm, PiperArmError, effort_to
                                               sdk_joints_to_rad, sdk_stroke_to_gripper)
 
 pytestmark = pytest.mark.filterwarnings("ignore:The 'bustype' argument is deprecated")
-
-
-def wait_until(condition, timeout=2.0, poll=0.005):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(poll)
-    return condition()
 
 
 @pytest.fixture

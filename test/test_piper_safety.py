@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from graph_runs import wait_until
 import yaml
 
 from vla_bridge.kinematics import PiperKinematics
@@ -27,15 +28,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:The 'bustype' argument is deprec
 HOME = np.concatenate([HOME_ARM_Q, [1.0]])
 SAFETY_FILE = Path(__file__).resolve().parents[1] / "config" / "piper_safety.yaml"
 DT = 0.01  # command period of these tests (100 Hz)
-
-
-def wait_until(condition, timeout=2.0, poll=0.005):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(poll)
-    return condition()
 
 
 @pytest.fixture(scope="module")
