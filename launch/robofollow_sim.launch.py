@@ -2,7 +2,7 @@
 
     ros2 launch vla_bridge robofollow_sim.launch.py levels:=L0,L1 rounds:=2 policy:=oracle
 
-The arguments, nodes and params file come from vla_bridge.launch_args (the same table the
+The arguments, nodes and params file come from vla_bridge.ros.launch_args (the same table the
 package's own launcher, `vla-bridge launch robofollow_sim`, uses). The graph ends when the
 evaluator exits.
 
@@ -10,8 +10,8 @@ Sim or hardware is a launch argument: `hardware:=fake_piper` (or `piper`) runs t
 nodes of launch_args.ROLES (PiPER node, RealSense node, marker tracker, with their parameters
 from config/robofollow_real.yaml) instead of the sim node; policy and evaluator are unchanged.
 """
-from vla_bridge.launch_args import ROBOFOLLOW_SIM
-from vla_bridge.ros_launch import graph_launch_description
+from vla_bridge.ros.launch_args import ROBOFOLLOW_SIM
+from vla_bridge.ros.ros_launch import graph_launch_description
 
 
 def generate_launch_description():

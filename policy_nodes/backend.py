@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vla_bridge.world import WorldState
+from vla_bridge.embodiment.world import WorldState
 
 
 @dataclass

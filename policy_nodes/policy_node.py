@@ -17,7 +17,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
-from vla_bridge import ros_io
+from vla_bridge.ros import messages
 from vla_bridge.policy_nodes.backend import Observation
 from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.registry import make_policy
@@ -51,7 +51,7 @@ class PolicyNode(Node):
         self.get_logger().info(f"policy node ready: backend={p['backend']}")
 
     def _make_io(self, image_source: str) -> None:
-        q = ros_io.qos_profile
+        q = messages.qos_profile
         topic = {"raw": C.image_topic, "cued": C.cued_image_topic}.get(image_source)
         if topic is None:
             raise ValueError(f"image_source must be 'raw' or 'cued', got {image_source!r}")
@@ -68,11 +68,11 @@ class PolicyNode(Node):
             self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, q(C.QOS_LATEST))
 
     def status(self, kind: str, **fields) -> None:
-        self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
+        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     # ------------------------------------------------------------------ episodes
     def on_control(self, msg: String) -> None:
-        ctl = ros_io.parse_json_msg(msg)
+        ctl = messages.parse_json_msg(msg)
         if ctl.get("kind") != C.CONTROL_BEGIN:
             return
         self.episode, self.calls, self.parts = ctl["episode"], 0, {}
@@ -93,7 +93,7 @@ class PolicyNode(Node):
 
     # ------------------------------------------------------------------ observation parts
     def _part(self, stamp) -> tuple[int, dict]:
-        key = ros_io.stamp_ns(stamp)
+        key = messages.stamp_ns(stamp)
         if key not in self.parts and len(self.parts) >= KEEP_STAMPS:
             del self.parts[min(self.parts)]
         return key, self.parts.setdefault(key, {"images": {}})
@@ -114,7 +114,7 @@ class PolicyNode(Node):
 
     def on_image(self, camera: str, msg: Image) -> None:
         key, part = self._part(msg.header.stamp)
-        part["images"][camera] = ros_io.msg_to_image(msg)
+        part["images"][camera] = messages.msg_to_image(msg)
         self.maybe_predict(key)
 
     def maybe_predict(self, key: int) -> None:
@@ -128,9 +128,9 @@ class PolicyNode(Node):
         for older in [k for k in self.parts if k < key]:  # nothing older can be needed now
             del self.parts[older]
         world = part.get("world")
-        obs = Observation(state=ros_io.joint_state_to_array(part["state"], C.JOINT_NAMES),
-                          images=part["images"], stamp=ros_io.stamp_to_sec(part["stamp"]),
-                          world=ros_io.msg_to_world_state(world) if world is not None else None)
+        obs = Observation(state=messages.joint_state_to_array(part["state"], C.JOINT_NAMES),
+                          images=part["images"], stamp=messages.stamp_to_sec(part["stamp"]),
+                          world=messages.msg_to_world_state(world) if world is not None else None)
         self.predict_and_publish(obs, part["stamp"], time.perf_counter() - t0)
 
     def predict_and_publish(self, obs: Observation, stamp, preprocess_s: float = 0.0) -> None:
@@ -139,7 +139,7 @@ class PolicyNode(Node):
         self.chunking.on_observation(obs, stamp, self.episode, preprocess_s)
 
     def _publish_chunk(self, chunk, stamp) -> None:
-        msg = ros_io.chunk_to_msg(chunk, C.JOINT_NAMES, 0.0, self.dt)
+        msg = messages.chunk_to_msg(chunk, C.JOINT_NAMES, 0.0, self.dt)
         msg.header.stamp = stamp
         self.pub_chunk.publish(msg)
         self.calls = self.chunking.calls + 1
@@ -159,7 +159,7 @@ def _accepts(function, name: str) -> bool:
 
 
 def main(args=None) -> int:
-    return ros_io.spin_node(PolicyNode, "policy_node", args)
+    return messages.spin_node(PolicyNode, "policy_node", args)
 
 
 if __name__ == "__main__":

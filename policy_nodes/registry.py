@@ -64,7 +64,7 @@ def make_policy(name: str, **kwargs) -> PolicyBackend:
 
 class ReplayPolicy(PolicyBackend):
     """Plays back the executed commands of a recorded episode (``record.commands`` of a run
-    directory's ``episodes/<scene>/<task>_r<round>.npz``, see vla_bridge.recording).
+    directory's ``episodes/<scene>/<task>_r<round>.npz``, see vla_bridge.embodiment.episode_record).
 
     ``path``: a run directory (the episode whose recorded instruction equals the current
     one is chosen, round 1 first) or one ``.npz`` file; ``episode``: a substring of the file
@@ -88,7 +88,7 @@ class ReplayPolicy(PolicyBackend):
 
     def _episodes(self) -> list[tuple[Path, dict]]:
         if self._index is None:
-            from vla_bridge.recording import load_episode
+            from vla_bridge.embodiment.episode_record import load_episode
             if self.path.is_file():
                 files = [self.path]
             elif self.path.is_dir():
@@ -104,7 +104,7 @@ class ReplayPolicy(PolicyBackend):
         self._t0 = None
 
     def set_instruction(self, instruction: str, task: dict | None = None) -> None:
-        from vla_bridge.recording import load_episode
+        from vla_bridge.embodiment.episode_record import load_episode
         episodes = self._episodes()
         if self.episode:
             found = [f for f, _ in episodes if self.episode in f.stem]

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import can
 import numpy as np
 
-from vla_bridge.kinematics import PiperKinematics, load_piper_data
+from vla_bridge.embodiment.kinematics import PiperKinematics, load_piper_data
 
 # ----------------------------------------------------------------------- CAN ids (SDK V2)
 ID_MOTION_CTRL_1 = 0x150

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vla_bridge.kinematics import load_piper_data
+from vla_bridge.embodiment.kinematics import load_piper_data
 
 LOG = logging.getLogger("vla_bridge.piper_arm")
 

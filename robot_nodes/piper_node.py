@@ -42,7 +42,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from vla_bridge import contract as C
-from vla_bridge import ros_io
+from vla_bridge.ros import messages
 from vla_bridge.robot_nodes.fake_piper import FakePiper
 from vla_bridge.robot_nodes.piper_arm import PiperArm, PiperArmError
 from vla_bridge.robot_nodes.safety import SafetyEvent, SafetyFilter, load_safety_params
@@ -90,7 +90,7 @@ class ChunkPlayer:
     @staticmethod
     def times_from_msg(msg: JointTrajectory, default_period: float) -> tuple[np.ndarray, bool]:
         """Point times (s); (k + 1) * default_period when they are missing or not increasing."""
-        t = np.array([ros_io.stamp_to_sec(p.time_from_start) for p in msg.points])
+        t = np.array([messages.stamp_to_sec(p.time_from_start) for p in msg.points])
         if t.size and t[0] > 0 and np.all(np.diff(t) > 0):
             return t, True
         return default_period * np.arange(1, len(msg.points) + 1), False
@@ -181,7 +181,7 @@ class PiperNode(Node):
 
     # ------------------------------------------------------------------ ROS I/O
     def _make_io(self) -> None:
-        q = ros_io.qos_profile
+        q = messages.qos_profile
         control = MutuallyExclusiveCallbackGroup()
         services = MutuallyExclusiveCallbackGroup()
         self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
@@ -205,7 +205,7 @@ class PiperNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def status(self, kind: str, **fields) -> None:
-        self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
+        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     # ------------------------------------------------------------------ state out
     def publish_state(self) -> None:
@@ -220,8 +220,8 @@ class PiperNode(Node):
                 cmd = self.commanded[arm]
                 commanded.append(fb if cmd is None else cmd)
         t = self.stamp()
-        self.pub_joints.publish(ros_io.joint_state_msg(self.names, np.concatenate(measured), t))
-        self.pub_cmd.publish(ros_io.joint_state_msg(self.names, np.concatenate(commanded), t))
+        self.pub_joints.publish(messages.joint_state_msg(self.names, np.concatenate(measured), t))
+        self.pub_cmd.publish(messages.joint_state_msg(self.names, np.concatenate(commanded), t))
 
     # ------------------------------------------------------------------ commands
     def command_tick(self) -> None:
@@ -274,7 +274,7 @@ class PiperNode(Node):
 
     def on_chunk(self, msg: JointTrajectory) -> None:
         try:
-            chunk = ros_io.msg_to_chunk(msg, self.names)
+            chunk = messages.msg_to_chunk(msg, self.names)
         except ValueError as exc:
             self.get_logger().error(f"rejected action chunk: {exc}")
             if self.episode is not None:
@@ -300,7 +300,7 @@ class PiperNode(Node):
             self.player = ChunkPlayer(start, chunk, times, time.monotonic())
 
     def on_control(self, msg: String) -> None:
-        ctl = ros_io.parse_control(msg, self.get_logger())
+        ctl = messages.parse_control(msg, self.get_logger())
         if ctl is None:
             return
         kind = ctl.get("kind")
@@ -377,7 +377,7 @@ class PiperNode(Node):
 
 
 def main(args=None) -> int:
-    ros_io.enable_stack_dumps()
+    messages.enable_stack_dumps()
     rclpy.init(args=args)
     node = None
     executor = MultiThreadedExecutor(num_threads=3)

@@ -13,7 +13,7 @@ Conventions
   units (1 mm on D400 cameras by default), registered to the colour image, so the colour
   CameraInfo describes it too.
 * `frame_to_array` is a zero-copy view over the librealsense frame buffer (the array keeps
-  the frame alive); `ros_io.image_to_msg` then makes the one copy into the message.
+  the frame alive); `messages.image_to_msg` then makes the one copy into the message.
 * CameraInfo: librealsense's Brown-Conrady coefficients are OpenCV's (k1, k2, p1, p2, k3), so
   they map onto ROS's ``plumb_bob``; ``none`` becomes plumb_bob with zeros; other models
   (inverse Brown-Conrady, fisheye) are passed through under their own name.
@@ -131,7 +131,7 @@ def camera_info_msg(intr: Intrinsics, stamp_s: float, frame_id: str):
     """sensor_msgs/CameraInfo of `intr` (K, D, R = I, P = [K | 0])."""
     from sensor_msgs.msg import CameraInfo
 
-    from vla_bridge.ros_io import sec_to_stamp
+    from vla_bridge.ros.messages import sec_to_stamp
 
     model, d = intr.distortion()
     msg = CameraInfo(width=intr.width, height=intr.height, distortion_model=model)

@@ -45,7 +45,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
 from vla_bridge import contract as C
-from vla_bridge import ros_io
+from vla_bridge.ros import messages
 from vla_bridge.robot_nodes import realsense_io as rio
 
 DEFAULTS = {
@@ -262,7 +262,7 @@ class RealsenseNode(Node):
                                   real_time=bool(p["playback_real_time"]))
 
     def _make_io(self) -> None:
-        q = ros_io.qos_profile
+        q = messages.qos_profile
         # reliable, like the sim's images: the policy node subscribes reliably
         self.pub_image = {c: self.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES))
                           for c in self.cameras}
@@ -303,15 +303,15 @@ class RealsenseNode(Node):
         t = self.stamp()
         if camera in self.pub_full and self.p["stream"]:
             self.pub_full_info[camera].publish(rio.camera_info_msg(intr, t, camera))
-            self.pub_full[camera].publish(ros_io.image_to_msg(rgb, t, camera))
+            self.pub_full[camera].publish(messages.image_to_msg(rgb, t, camera))
         width, height = rio.output_size(intr.width, intr.height, *self.out_size)
         intr_out = intr.scaled(width, height)
-        image = ros_io.image_to_msg(rio.resize_image(rgb, width, height), t, camera)
+        image = messages.image_to_msg(rio.resize_image(rgb, width, height), t, camera)
         info = rio.camera_info_msg(intr_out, t, camera)
         depth_msg = depth_info = None
         if depth is not None and camera in self.pub_depth:
             depth = rio.resize_image(depth, width, height, depth=True)
-            depth_msg = ros_io.image_to_msg(np.ascontiguousarray(depth), t, camera, "16UC1")
+            depth_msg = messages.image_to_msg(np.ascontiguousarray(depth), t, camera, "16UC1")
             depth_info = rio.camera_info_msg(intr_out, t, camera)
         with self._lock:
             self.latest[camera] = (image, info, depth_msg, depth_info, time.monotonic())
@@ -330,7 +330,7 @@ class RealsenseNode(Node):
         self.joint_state = msg
 
     def on_control(self, msg: String) -> None:
-        ctl = ros_io.parse_control(msg, self.get_logger())
+        ctl = messages.parse_control(msg, self.get_logger())
         if ctl is None:
             return
         kind = ctl.get("kind")
@@ -345,7 +345,7 @@ class RealsenseNode(Node):
 
     def on_status(self, msg: String) -> None:
         try:
-            status = ros_io.parse_json_msg(msg)
+            status = messages.parse_json_msg(msg)
         except ValueError:
             return
         if status.get("kind") != C.STATUS_CHUNK_DONE or status.get("episode") != self.episode:
@@ -371,7 +371,7 @@ class RealsenseNode(Node):
                 self.pub_joints.publish(joint_state)
 
     def on_chunk(self, msg: JointTrajectory) -> None:
-        if self.unanswered is not None and ros_io.stamp_ns(msg.header.stamp) == self.unanswered[1]:
+        if self.unanswered is not None and messages.stamp_ns(msg.header.stamp) == self.unanswered[1]:
             self.unanswered = None
 
     def try_observe(self) -> bool:
@@ -396,7 +396,7 @@ class RealsenseNode(Node):
         self.pending = None
         self.pub_joints.publish(joint_state)
         stamp = joint_state.header.stamp
-        self.unanswered = (joint_state, ros_io.stamp_ns(stamp),
+        self.unanswered = (joint_state, messages.stamp_ns(stamp),
                            now + float(self.p["observation_resend_s"]))
         for cam in self.cameras:
             image, info, depth_msg, depth_info, _ = latest[cam]
@@ -423,7 +423,7 @@ def _restamped(msg, stamp):
 
 
 def main(args=None) -> int:
-    return ros_io.spin_node(RealsenseNode, "realsense_node", args)
+    return messages.spin_node(RealsenseNode, "realsense_node", args)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vla_bridge.kinematics import TCP_DEPTH, ArmMount, PiperKinematics
+from vla_bridge.embodiment.kinematics import TCP_DEPTH, ArmMount, PiperKinematics
 from vla_bridge.paths import config_path
-from vla_bridge.workcell import MOUNTS
+from vla_bridge.embodiment.workcell import MOUNTS
 
 DIM = 7  # six joints + gripper
 SAFETY_FILE = "piper_safety.yaml"

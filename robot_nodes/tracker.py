@@ -13,7 +13,7 @@ Pure (numpy + OpenCV, no rclpy), so it is testable on synthetic images and reusa
   object's centre is `center_offset_m` (default: half its height below the marker) in the
   marker frame.
 * Robot: `tcp_states` gives both arms' tool-centre poses in the world frame from joint angles
-  (forward kinematics of `vla_bridge.kinematics`, mounts of `vla_bridge.workcell`), the same
+  (forward kinematics of `vla_bridge.embodiment.kinematics`, mounts of `vla_bridge.embodiment.workcell`), the same
   functions the simulator's model is checked against.
 
 Frames: the marker frame is OpenCV's (x right, y up, z out of the printed face; corners in the
@@ -30,11 +30,11 @@ import numpy as np
 import yaml
 
 from vla_bridge import contract as C
-from vla_bridge.kinematics import PiperKinematics, mat_to_quat
+from vla_bridge.embodiment.kinematics import PiperKinematics, mat_to_quat
 from vla_bridge.paths import config_path
 from vla_bridge.robot_nodes.realsense_io import Intrinsics
-from vla_bridge.workcell import MOUNTS, arm_slice, home_command
-from vla_bridge.world import ObjectState, TcpState
+from vla_bridge.embodiment.workcell import MOUNTS, arm_slice, home_command
+from vla_bridge.embodiment.world import ObjectState, TcpState
 
 DEFAULT_CONFIG = "real_objects.yaml"
 SHAPES = ("box", "sphere", "cylinder")

@@ -43,10 +43,10 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
-from vla_bridge import ros_io
+from vla_bridge.ros import messages
 from vla_bridge.robot_nodes import tracker as T
 from vla_bridge.robot_nodes.realsense_io import intrinsics_from_camera_info
-from vla_bridge.world import WorldState
+from vla_bridge.embodiment.world import WorldState
 
 DEFAULTS = {
     "camera": "cam_high",
@@ -114,7 +114,7 @@ class TrackerNode(Node):
                                    f"{self.calibration.rms_px:.2f} px)")
 
     def _make_io(self) -> None:
-        q = ros_io.qos_profile
+        q = messages.qos_profile
         cam = self.p["camera"]
         self.image_topic = self.p["image_topic"] or C.image_topic(cam)
         info_topic = self.p["camera_info_topic"] or (
@@ -148,7 +148,7 @@ class TrackerNode(Node):
     def on_image(self, msg: Image) -> None:
         if self.intr is None:
             return
-        image = ros_io.msg_to_image(msg)
+        image = messages.msg_to_image(msg)
         if (image.shape[1], image.shape[0]) != (self.intr.width, self.intr.height):
             return  # camera_info of another size (not yet updated)
         if msg.encoding in ("bgr8", "bgra8", "rgba8"):
@@ -158,11 +158,11 @@ class TrackerNode(Node):
         if self.calibration is None:
             self._try_calibrate(detections)
         if self.calibration is not None:
-            t = ros_io.stamp_to_sec(msg.header.stamp)
+            t = messages.stamp_to_sec(msg.header.stamp)
             for name, obj in self.tracker.locate(detections, self.intr, self.calibration).items():
                 self.objects[name] = obj
                 self.seen_at[name] = t
-        self.publish_world(ros_io.stamp_to_sec(msg.header.stamp))
+        self.publish_world(messages.stamp_to_sec(msg.header.stamp))
 
     def _try_calibrate(self, detections) -> str:
         try:
@@ -201,7 +201,7 @@ class TrackerNode(Node):
         self.joints = T.contract_vector(msg.name, msg.position)
 
     def on_command(self, msg: JointState) -> None:
-        stamp = ros_io.stamp_to_sec(msg.header.stamp)
+        stamp = messages.stamp_to_sec(msg.header.stamp)
         self.command = (stamp, T.contract_vector(msg.name, msg.position))
         if self.recording and stamp > self.last_row_stamp:
             self.record_row()
@@ -213,7 +213,7 @@ class TrackerNode(Node):
         return WorldState(stamp=stamp, objects=dict(objects), tcp=T.tcp_states(joints))
 
     def publish_world(self, stamp: float) -> None:
-        self.pub_world.publish(ros_io.world_state_to_msg(self.world(stamp)))
+        self.pub_world.publish(messages.world_state_to_msg(self.world(stamp)))
 
     # ------------------------------------------------------------------ episode relay
     def await_robot(self) -> None:
@@ -235,7 +235,7 @@ class TrackerNode(Node):
             return
         self._await_timer.cancel()
         self.pub_status = self.create_publisher(String, C.TOPIC_EPISODE_STATUS,
-                                                ros_io.qos_profile(C.QOS_EVENTS))
+                                                messages.qos_profile(C.QOS_EVENTS))
         names = ", ".join(name for _, name in sorted(robots & listening))
         self.get_logger().info(f"robot node {names} is up: relaying its episodes")
 
@@ -243,10 +243,10 @@ class TrackerNode(Node):
         if self.pub_status is None:
             self.get_logger().error(f"episode status {kind!r} dropped: no robot node yet")
             return
-        self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
+        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     def on_control(self, msg: String) -> None:
-        ctl = ros_io.parse_control(msg, self.get_logger())
+        ctl = messages.parse_control(msg, self.get_logger())
         if ctl is None:
             return
         kind = ctl.get("kind")
@@ -264,7 +264,7 @@ class TrackerNode(Node):
 
     def on_robot_status(self, msg: String) -> None:
         try:
-            status = ros_io.parse_json_msg(msg)
+            status = messages.parse_json_msg(msg)
         except ValueError:
             return
         if self.episode is None or status.get("episode") != self.episode:
@@ -313,7 +313,7 @@ class TrackerNode(Node):
             return
         self.object_order = [n for n in self.config.object_names() if n in self.objects]
         stamp = self.command[0]
-        self.fields = ros_io.frame_fields(len(C.JOINT_NAMES), self.world(stamp, self.object_order))
+        self.fields = messages.frame_fields(len(C.JOINT_NAMES), self.world(stamp, self.object_order))
         self.rows, self.pending, self.last_row_stamp = 0, [], -1.0
         self.recording = True
         self.record_row()
@@ -338,18 +338,18 @@ class TrackerNode(Node):
     def record_row(self) -> None:
         stamp, command = self.command
         world = self.world(stamp, self.object_order)
-        self.pending.append(ros_io.frame_row(stamp, command, world))
+        self.pending.append(messages.frame_row(stamp, command, world))
         self.rows += 1
         self.last_row_stamp = stamp
 
     def flush(self) -> None:
         if self.pending and self.fields is not None:
-            self.pub_frames.publish(ros_io.frames_msg(np.array(self.pending), self.fields))
+            self.pub_frames.publish(messages.frames_msg(np.array(self.pending), self.fields))
         self.pending = []
 
 
 def main(args=None) -> int:
-    return ros_io.spin_node(TrackerNode, "tracker_node", args)
+    return messages.spin_node(TrackerNode, "tracker_node", args)
 
 
 if __name__ == "__main__":

@@ -2,24 +2,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 
 import numpy as np
 
-from vla_bridge.world import WorldState
-
-
-@dataclass
-class CameraModel:
-    """Pinhole model of one camera at the current sim state (for cue projection)."""
-    width: int
-    height: int
-    fovy_deg: float
-    world_from_camera: np.ndarray  # (4, 4); camera looks along its -z, y up (OpenGL)
-
-    @property
-    def focal_px(self) -> float:
-        return 0.5 * self.height / np.tan(np.deg2rad(self.fovy_deg) / 2)
+from vla_bridge.embodiment.cameras import CameraModel
+from vla_bridge.embodiment.world import WorldState
 
 
 class SimBackend(ABC):
@@ -33,7 +20,7 @@ class SimBackend(ABC):
         """Build/restore the scene with the layout's objects jittered by `seed`; arms at home.
 
         `cue_objects`: scene-instantiated visual cues for this episode
-        (`cues.protocols.SceneCueObject`, e.g. from `episode_scene_cues`); a backend that
+        (`benchmarks.vifo.protocols.SceneCueObject`, e.g. from `episode_scene_cues`); a backend that
         cannot show them raises NotImplementedError when any are given."""
 
     @abstractmethod

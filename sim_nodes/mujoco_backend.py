@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 
 from vla_bridge import contract
-from vla_bridge.kinematics import GRIPPER_OPENING_M
-from vla_bridge.scenes import load_scene, sample_layout
-from vla_bridge.sim_nodes.backend import CameraModel, SimBackend
+from vla_bridge.embodiment.kinematics import GRIPPER_OPENING_M
+from vla_bridge.benchmarks.robofollow.scenes import load_scene, sample_layout
+from vla_bridge.embodiment.cameras import CameraModel
+from vla_bridge.sim_nodes.backend import SimBackend
 from vla_bridge.sim_nodes.mujoco_model import FINGER_TRAVEL, build_mjcf, fixture_size
-from vla_bridge.workcell import home_command
-from vla_bridge.world import ObjectState, TcpState, WorldState
+from vla_bridge.embodiment.workcell import home_command
+from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402  (MUJOCO_GL must be set before the import)

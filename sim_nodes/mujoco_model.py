@@ -6,48 +6,19 @@ numpy kinematics uses), so joint conventions match the real arm. Geometry is pri
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
 from vla_bridge import contract
-from vla_bridge.kinematics import (GRIPPER_OPENING_M, TCP_DEPTH, ArmMount, PiperKinematics,
-                                   load_piper_data, mat_to_quat)
-from vla_bridge.workcell import MOUNTS, TABLE_TOP_Z
+from vla_bridge.embodiment.kinematics import (GRIPPER_OPENING_M, TCP_DEPTH, ArmMount,
+                                              PiperKinematics, load_piper_data, mat_to_quat)
+from vla_bridge.embodiment.cameras import CameraSpec, default_cameras
+from vla_bridge.embodiment.workcell import MOUNTS, TABLE_TOP_Z
 
 FINGER_MOUNT_Z = 0.135  # along link6 z, where the finger slides sit
 FINGER_TRAVEL = GRIPPER_OPENING_M / 2  # each finger travels half the opening
 
-
-
-@dataclass(frozen=True)
-class CameraSpec:
-    name: str
-    fovy_deg: float
-    body: str | None  # None = fixed in the world
-    pos: tuple[float, float, float]
-    xyaxes: tuple[float, ...]
-
-
-def look_at_xyaxes(eye, target) -> tuple[float, ...]:
-    """MuJoCo `xyaxes` for a camera at `eye` looking at `target` (camera looks along -z, y up)."""
-    forward = np.asarray(target, float) - np.asarray(eye, float)
-    forward /= np.linalg.norm(forward)
-    right = np.cross(forward, [0.0, 0.0, 1.0])
-    right /= np.linalg.norm(right)
-    up = np.cross(right, forward)
-    return tuple(np.round(np.concatenate([right, up]), 6))
-
-
-def default_cameras() -> list[CameraSpec]:
-    eye = (0.0, -0.75, 1.38)
-    return [
-        CameraSpec("cam_high", 45.0, None, eye, look_at_xyaxes(eye, (0.0, -0.08, TABLE_TOP_Z))),
-        # wrist cameras ride on link6, looking along the approach axis (+z of link6)
-        CameraSpec("cam_left_wrist", 60.0, "left_link6", (0.06, 0.0, 0.04), (0, 1, 0, 1, 0, 0)),
-        CameraSpec("cam_right_wrist", 60.0, "right_link6", (0.06, 0.0, 0.04), (0, 1, 0, 1, 0, 0)),
-    ]
 
 
 def _v(values) -> str:
@@ -216,7 +187,7 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
 
     `cue_objects` (optional): scene-instantiated visual cues (LIBERO-VIFO section 4.2), each
     with `name`, `texture` (PNG path), `pos`, `size` (full extents), `quat` (w, x, y, z) and
-    optionally `free` / `mass` / `tent_deg` (attributes or dict keys; `vla_bridge.cues.
+    optionally `free` / `mass` / `tent_deg` (attributes or dict keys; `vla_bridge.benchmarks.vifo.
     protocols.scene_cue_objects` makes them): a thin box whose faces carry the texture, its
     top row towards the box's local +y; with `tent_deg` > 0 a folded table tent instead (see
     `_cue_tent_geoms`)."""

@@ -11,7 +11,7 @@ import numpy as np
 from vla_bridge import contract
 from vla_bridge.policy_nodes.backend import Observation
 from vla_bridge.sim_nodes.backend import SimBackend
-from vla_bridge.workcell import home_command
+from vla_bridge.embodiment.workcell import home_command
 
 
 @dataclass

@@ -29,7 +29,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
-from vla_bridge import ros_io
+from vla_bridge.ros import messages
 from vla_bridge.sim_nodes.session import Budget, SimSession
 
 BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend"}
@@ -76,7 +76,7 @@ class SimNode(Node):
         return {k: self.declare_parameter(k, v).value for k, v in defaults.items()}
 
     def _make_io(self) -> None:
-        q = ros_io.qos_profile
+        q = messages.qos_profile
         self.pub_clock = self.create_publisher(Clock, C.TOPIC_CLOCK, q(C.QOS_STATE))
         self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
         self.pub_cmd = self.create_publisher(JointState, C.TOPIC_JOINT_COMMANDS, q(C.QOS_STATE))
@@ -98,7 +98,7 @@ class SimNode(Node):
     # ------------------------------------------------------------------ episode control
     def on_control(self, msg: String) -> None:
         try:
-            ctl = ros_io.parse_json_msg(msg)
+            ctl = messages.parse_json_msg(msg)
             kind = ctl.get("kind")
             if kind == C.CONTROL_BEGIN:
                 self.begin(ctl)
@@ -135,14 +135,14 @@ class SimNode(Node):
         a card built from the cue task, family, variant and seed, exactly as a replay will."""
         if ctl.get("cue_placement") != "scene" or not ctl.get("cue_task"):
             return []
-        from vla_bridge.cues.protocols import episode_scene_cues
-        from vla_bridge.tasks import TaskSpec
+        from vla_bridge.benchmarks.vifo.protocols import episode_scene_cues
+        from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
         return episode_scene_cues(TaskSpec.from_dict(ctl["cue_task"]), ctl.get("cue_family") or "",
                                   ctl.get("cue_variant") or "", int(ctl["seed"]),
                                   out_dir=self.cue_texture_dir)
 
     def status(self, kind: str, **fields) -> None:
-        self.pub_status.publish(ros_io.json_msg({"kind": kind, "episode": self.episode, **fields}))
+        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     # ------------------------------------------------------------------ publishing
     def refresh_listeners(self) -> None:
@@ -155,15 +155,15 @@ class SimNode(Node):
         t = self.now()
         listened = self.listened
         if listened[self.pub_clock]:
-            self.pub_clock.publish(ros_io.clock_msg(t))
+            self.pub_clock.publish(messages.clock_msg(t))
         if listened[self.pub_joints]:
-            self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
+            self.pub_joints.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
         if listened[self.pub_cmd]:
-            self.pub_cmd.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
+            self.pub_cmd.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
         world = self.session.backend.world_state()
         if self.frame_fields is None:  # same bodies all episode
-            self.frame_fields = ros_io.frame_fields(len(self.session.command), world)
-        self.frame_rows.append(ros_io.frame_row(t, self.session.command, world))
+            self.frame_fields = messages.frame_fields(len(self.session.command), world)
+        self.frame_rows.append(messages.frame_row(t, self.session.command, world))
         if not self.lock_step:
             self.flush_frames()
         if self.image_every_tick:
@@ -173,20 +173,20 @@ class SimNode(Node):
         """Publish the frames recorded since the last flush as one message (lock-step: one
         per chunk, so the evaluator handles 10 messages an episode instead of 500)."""
         if self.frame_rows:
-            self.pub_frames.publish(ros_io.frames_msg(np.array(self.frame_rows), self.frame_fields))
+            self.pub_frames.publish(messages.frames_msg(np.array(self.frame_rows), self.frame_fields))
             self.frame_rows = []
 
     def publish_world(self, t: float) -> None:
         world = self.session.backend.world_state()
         world.stamp = t
-        self.pub_world.publish(ros_io.world_state_to_msg(world))
+        self.pub_world.publish(messages.world_state_to_msg(world))
 
     def publish_images(self, t: float) -> None:
         backend = self.session.backend
         for cam in C.CAMERAS:
-            self.pub_images[cam].publish(ros_io.image_to_msg(backend.render(cam), t, cam))
+            self.pub_images[cam].publish(messages.image_to_msg(backend.render(cam), t, cam))
             model = backend.camera_model(cam)
-            self.pub_info[cam].publish(ros_io.camera_info_msg(model.width, model.height,
+            self.pub_info[cam].publish(messages.camera_info_msg(model.width, model.height,
                                                               model.focal_px, t, cam))
 
     def publish_observation(self) -> None:
@@ -196,10 +196,10 @@ class SimNode(Node):
         a complete observation."""
         t = self.now()
         self.publish_world(t)
-        self.pub_joints.publish(ros_io.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
+        self.pub_joints.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
         if not self.image_every_tick:
             self.publish_images(t)
-        self.pending_stamp_ns = ros_io.stamp_ns(ros_io.sec_to_stamp(t))
+        self.pending_stamp_ns = messages.stamp_ns(messages.sec_to_stamp(t))
         self.observed_at = time.perf_counter()
 
     # ------------------------------------------------------------------ actions
@@ -210,11 +210,11 @@ class SimNode(Node):
         if self.episode is None or self.pending_stamp_ns is None:
             self.get_logger().warning("action chunk arrived while no observation is pending; dropped")
             return
-        if ros_io.stamp_ns(msg.header.stamp) != self.pending_stamp_ns:
+        if messages.stamp_ns(msg.header.stamp) != self.pending_stamp_ns:
             self.get_logger().warning("stale action chunk (answers an older observation); dropped")
             return
         try:
-            chunk = C.validate_chunk(ros_io.msg_to_chunk(msg, C.JOINT_NAMES))
+            chunk = C.validate_chunk(messages.msg_to_chunk(msg, C.JOINT_NAMES))
         except ValueError as exc:  # hold position, tell the evaluator
             self.get_logger().error(f"rejected action chunk: {exc}")
             self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
@@ -249,11 +249,11 @@ class SimNode(Node):
         if not self.running:
             return
         try:
-            chunk = C.validate_chunk(ros_io.msg_to_chunk(msg, C.JOINT_NAMES))
+            chunk = C.validate_chunk(messages.msg_to_chunk(msg, C.JOINT_NAMES))
         except ValueError as exc:
             self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
             return
-        t_obs = ros_io.stamp_to_sec(msg.header.stamp)
+        t_obs = messages.stamp_to_sec(msg.header.stamp)
         now = self.now()
         due = [(t_obs + (k + 1) * self.dt, a) for k, a in enumerate(chunk)]
         self.queue = [(t, a) for t, a in due if t > now + 1e-9]  # the newest chunk wins
@@ -275,7 +275,7 @@ class SimNode(Node):
 
 
 def main(args=None) -> int:
-    return ros_io.spin_node(SimNode, "sim_node", args)
+    return messages.spin_node(SimNode, "sim_node", args)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import rclpy
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 
-from vla_bridge.ros_io import image_to_msg
+from vla_bridge.ros.messages import image_to_msg
 
 TOPICS = {
     "best_effort": ("/vla_bridge_test/image_best_effort", ReliabilityPolicy.BEST_EFFORT),

@@ -11,12 +11,21 @@ from pathlib import Path
 TEST_DIR = Path(__file__).resolve().parent
 
 
+def child_pythonpath() -> str:
+    """PYTHONPATH for child processes: the test root and every test folder, so a node loads a
+    policy defined in a test module ("bad_policies:NaNPolicy", "test_policy_backends:...")."""
+    folders = [TEST_DIR] + sorted(p.parent for p in TEST_DIR.glob("*/test_*.py"))
+    folders += sorted(p.parent for p in TEST_DIR.glob("*/*/test_*.py"))
+    unique = list(dict.fromkeys(str(f) for f in folders))
+    return os.pathsep.join(unique + [os.environ.get("PYTHONPATH", "")])
+
+
 def launch(*graph_args: str, timeout: float = 180, env_extra: dict | None = None):
     """`vla-bridge launch robofollow_sim ARGS` as a subprocess (test/ importable, so policies
     such as "bad_policies:NaNPolicy" load). The launcher's own limit comes first: a hung graph
     prints every node's stacks and exits 124 instead of being killed by the timeout."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(TEST_DIR), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = child_pythonpath()
     env.update(env_extra or {})
     cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", *graph_args,
            "--timeout", str(timeout - 20)]

@@ -18,8 +18,8 @@ _REPO = Path(__file__).resolve().parents[1]
 if str(_REPO) not in sys.path:  # the package is not installed in the test venv
     sys.path.insert(0, str(_REPO))
 
-from vla_bridge.recording import EpisodeRecord  # noqa: E402
-from vla_bridge.tasks import TaskSpec  # noqa: E402
+from vla_bridge.embodiment.episode_record import EpisodeRecord  # noqa: E402
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec  # noqa: E402
 
 Vec = Sequence[float]
 Keys = Sequence[tuple[int, Vec]]
@@ -176,7 +176,8 @@ class PickPlace:
 import dataclasses as _dataclasses  # noqa: E402
 import math as _math  # noqa: E402
 
-from vla_bridge.scenes import load_scene as _load_scene, sample_layout as _sample_layout  # noqa: E402
+from vla_bridge.benchmarks.robofollow.scenes import (load_scene as _load_scene,  # noqa: E402
+                                                     sample_layout as _sample_layout)
 
 TCP_ROT = np.eye(3)  # any rotation: Scenes 2-4 do not use it
 

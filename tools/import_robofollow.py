@@ -137,7 +137,7 @@ TASKS_FORMAT = {
                       "same definition) and instructions (all paraphrases; the first is the L0 "
                       "sentence).",
     "seeds": "not stored: seed = base_seed + 100 * round + int(md5(id).hexdigest()[:8], 16) % "
-             "1000, rounds 1..10, base_seed 42 (vla_bridge.tasks.episode_seed).",
+             "1000, rounds 1..10, base_seed 42 (vla_bridge.benchmarks.robofollow.tasks.episode_seed).",
 }
 
 

@@ -4,7 +4,7 @@ This is the one module that owns these conventions. Sim nodes, robot nodes, the 
 and the evaluator import names from here and never spell a topic string themselves.
 
 It is deliberately free of rclpy: QoS is described as data (`QosSpec`) and turned into an
-rclpy profile by `vla_bridge.ros_io.qos_profile`, so pure-logic code and tests can import it.
+rclpy profile by `vla_bridge.ros.messages.qos_profile`, so pure-logic code and tests can import it.
 
 Conventions
 -----------

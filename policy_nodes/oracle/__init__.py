@@ -11,7 +11,7 @@ import numpy as np
 from vla_bridge import contract
 from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 from vla_bridge.policy_nodes.oracle.primitives import PlanningError
-from vla_bridge.tasks import TaskSpec
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 
 __all__ = ["OraclePolicy", "PlanningError", "PLANNERS"]
 
@@ -67,8 +67,8 @@ class OraclePolicy(PolicyBackend):
 
     @staticmethod
     def _blind_guess(task: TaskSpec) -> TaskSpec:
-        from vla_bridge.scenes import load_scene
-        from vla_bridge.tasks import load_suite
+        from vla_bridge.benchmarks.robofollow.scenes import load_scene
+        from vla_bridge.benchmarks.robofollow.tasks import load_suite
         scene = load_scene(task.scene)
         present = {p.name for p in scene.layout(task.layout).placements}
         known = set(scene.objects) | set(scene.fixtures)

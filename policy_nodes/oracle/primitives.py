@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vla_bridge.kinematics import PiperKinematics, transform
-from vla_bridge.workcell import MOUNTS
+from vla_bridge.embodiment.kinematics import PiperKinematics, transform
+from vla_bridge.embodiment.workcell import MOUNTS
 
 #: distances from the anchor's centre to the placed source's centre and angles off the asked
 #: direction, in order of preference (RoboFollow accepts 1e-6 < d <= 0.12 within 45 degrees)

@@ -6,8 +6,8 @@ import numpy as np
 from vla_bridge import contract
 from vla_bridge.policy_nodes.oracle.primitives import (HOVER, ArmPlanner, grasp_yaws,
                                                        place_point)
-from vla_bridge.tasks import TaskSpec
-from vla_bridge.workcell import arm_slice
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
+from vla_bridge.embodiment.workcell import arm_slice
 
 
 def plan_scene1(task: TaskSpec, world, state: np.ndarray) -> np.ndarray:

@@ -19,11 +19,11 @@ from functools import cache
 import numpy as np
 
 from vla_bridge import contract
-from vla_bridge.kinematics import rotation_error, transform
+from vla_bridge.embodiment.kinematics import rotation_error, transform
 from vla_bridge.policy_nodes.oracle.primitives import (HOVER, TILTS_DEG, ArmPlanner,
                                                        PlanningError, _ease, footprint_radius)
-from vla_bridge.tasks import TaskSpec
-from vla_bridge.workcell import TABLE_TOP_Z, arm_slice
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
+from vla_bridge.embodiment.workcell import TABLE_TOP_Z, arm_slice
 
 #: half length of a finger pad along the approach axis; the pad is centred on the TCP
 PAD_HALF_LEN = 0.026
@@ -67,7 +67,7 @@ GRIPPER_TRAVEL = 0.04  # finger travel from closed to fully open (sim: half the 
 
 @cache
 def fixture_kinds(scene: str) -> dict[str, str]:
-    from vla_bridge.scenes import load_scene
+    from vla_bridge.benchmarks.robofollow.scenes import load_scene
     return {name: f.kind for name, f in load_scene(scene).fixtures.items()}
 
 

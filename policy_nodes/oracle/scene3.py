@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from vla_bridge import contract
-from vla_bridge.kinematics import PiperKinematics, transform
+from vla_bridge.embodiment.kinematics import PiperKinematics, transform
 from vla_bridge.policy_nodes.oracle.primitives import TILTS_DEG, ArmPlanner, PlanningError
-from vla_bridge.tasks import TaskSpec
-from vla_bridge.workcell import arm_slice
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
+from vla_bridge.embodiment.workcell import arm_slice
 
 #: route crossing: half length along x, metres per tick, y shift away from the wrong object
 CROSS_HALF = 0.02
@@ -34,7 +34,7 @@ def route_objects(task: TaskSpec) -> tuple[str, str]:
     tgt = task.target
     if tgt.get("route_correct") and tgt.get("route_wrong"):
         return tgt["route_correct"], tgt["route_wrong"]
-    from vla_bridge.scoring.scene3 import route_spec
+    from vla_bridge.benchmarks.robofollow.scoring.scene3 import route_spec
     spec = route_spec(task)
     return spec.correct, spec.wrong
 
@@ -42,7 +42,7 @@ def route_objects(task: TaskSpec) -> tuple[str, str]:
 def target_yaw(task: TaskSpec) -> float:
     if task.target.get("target_yaw") is not None:
         return float(task.target["target_yaw"])
-    from vla_bridge.scoring.scene3 import target_yaw as scorer_yaw
+    from vla_bridge.benchmarks.robofollow.scoring.scene3 import target_yaw as scorer_yaw
     return scorer_yaw(task)
 
 

@@ -14,8 +14,8 @@ import numpy as np
 from vla_bridge.policy_nodes.oracle.primitives import PlanningError
 from vla_bridge.policy_nodes.oracle.scene2 import (HELD_SPEED, RELEASE_GAP, Arm, Clearance,
                                                    assemble, half_z, pick, place, require)
-from vla_bridge.tasks import TaskSpec
-from vla_bridge.workcell import TABLE_TOP_Z, arm_slice
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
+from vla_bridge.embodiment.workcell import TABLE_TOP_Z, arm_slice
 
 HOME_TICKS = 30
 
@@ -23,7 +23,7 @@ HOME_TICKS = 30
 @lru_cache(maxsize=1)
 def slot_table() -> dict[int, np.ndarray]:
     """Nominal (unjittered) slot xy, the unstack goal the scorer uses."""
-    from vla_bridge.scenes import load_scene
+    from vla_bridge.benchmarks.robofollow.scenes import load_scene
     return {int(k): np.asarray(v, float) for k, v in load_scene("scene4").extras["slots"].items()}
 
 

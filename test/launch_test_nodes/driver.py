@@ -1,4 +1,4 @@
-"""Runs the talker/listener test graph with vla_bridge.launcher.
+"""Runs the talker/listener test graph with vla_bridge.ros.launcher.
 
     python -m launch_test_nodes.driver SHARE_DIR SIGINT_GRACE [graph args...]
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from vla_bridge.launch_args import GraphSpec, LaunchArg, NodeSpec
-from vla_bridge.launcher import parse_launch_args, run_graph
+from vla_bridge.ros.launch_args import GraphSpec, LaunchArg, NodeSpec
+from vla_bridge.ros.launcher import parse_launch_args, run_graph
 
 GRAPH = GraphSpec(
     name="test_graph",

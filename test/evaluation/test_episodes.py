@@ -1,0 +1,406 @@
+"""The evaluator's episode state machine (episodes.SuiteRun) without DDS.
+
+The sim and the policy answer in-process the way their nodes do: ``begin`` resets a real
+MuJoCo session and the oracle, ``start`` plays the episode, and their statuses and frames
+batches arrive one per ``spin()``, which moves a fake clock by 50 ms. Scoring, the run
+directory and the cue protocol are the real ones.
+"""
+from __future__ import annotations
+
+import json
+from collections import deque
+
+import numpy as np
+import pytest
+
+from vla_bridge import contract as C
+from vla_bridge.benchmarks.robofollow.scoring import score_episode
+from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials
+from vla_bridge.embodiment.episode_record import load_episode
+from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.direct import run_episode_direct
+from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
+                                            Subscriber, SuiteRun)
+from vla_bridge.policy_nodes.oracle import OraclePolicy
+from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+from vla_bridge.sim_nodes.session import Budget, SimSession
+
+TASK = "L0_pickup_yellow_block_3"  # the oracle solves it: IS 1.0, ES 1.0, 501 frames
+
+
+class FakeClock:
+    """monotonic() moves only when the graph spins; time_ns() counts episodes' ids up."""
+
+    def __init__(self):
+        self.now, self.ns = 1000.0, 0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time_ns(self) -> int:
+        self.ns += 1
+        return self.ns
+
+
+class Log:
+    def __init__(self):
+        self.lines: list[tuple[str, str]] = []
+
+    def info(self, text: str) -> None:
+        self.lines.append(("info", text))
+
+    def error(self, text: str) -> None:
+        self.lines.append(("error", text))
+
+
+class InProcessGraph:
+    """The sim and policy nodes as the run hears them (see the module docstring). Tests
+    override ``answer_begin`` / ``answer_start`` / ``world`` to script a misbehaving node;
+    ``publishers`` says who is on the graph."""
+
+    def __init__(self, session: SimSession, clock: FakeClock):
+        self.session, self.clock = session, clock
+        self.policy = OraclePolicy()
+        self.run: SuiteRun | None = None
+        self.sent: list[dict] = []  # control messages, in order
+        self.instructions: list[str] = []
+        self.inbox: deque = deque()
+        self.publishers = {C.TOPIC_EPISODE_STATUS: 1, C.TOPIC_ACTION_CHUNK: 1,
+                           C.TOPIC_EPISODE_CONTROL: 1}
+        self.subscribers = {C.TOPIC_EPISODE_CONTROL: 2}
+        self.offset, self.episode, self.rows = 0.0, None, []
+
+    # the Graph protocol
+    def send(self, message: dict) -> None:
+        self.sent.append(message)
+        if message["kind"] == C.CONTROL_BEGIN:
+            self.answer_begin(message)
+        elif message["kind"] == C.CONTROL_START:
+            self.answer_start()
+
+    def instruct(self, text: str) -> None:
+        self.instructions.append(text)
+
+    def spin(self) -> None:
+        self.clock.now += SPIN_S
+        if self.inbox:
+            deliver, payload = self.inbox.popleft()
+            deliver(payload)
+
+    def count_publishers(self, topic: str) -> int:
+        return self.publishers.get(topic, 0)
+
+    def count_subscribers(self, topic: str) -> int:
+        return self.subscribers.get(topic, 0)
+
+    # the nodes
+    def answer_begin(self, ctl: dict) -> None:
+        self.episode, task = ctl["episode"], ctl["task"]
+        self.offset = self.now() + 1.0  # as the sim node: a gap between episodes
+        budget = Budget(ctl["max_policy_calls"], ctl["max_actions_per_call"])
+        self.session.begin(task["scene"], task["layout"], ctl["seed"], budget)
+        self.record_frame()
+        self.flush()
+        self.sim_status(C.STATUS_READY, tick=0, stamp=self.now())
+        self.policy.reset()
+        self.policy.set_instruction(ctl["instruction"], task)
+        self.policy_status(C.STATUS_READY)
+
+    def answer_start(self) -> None:
+        session = self.session
+        while not session.done:
+            chunk = self.policy.predict(session.observation(images=False))
+            self.policy_status(C.STATUS_PREDICTED, call=session.calls + 1, inference_ms=2.0,
+                               overhead_ms=0.5, latency_ms={"preprocess": 0.1, "transport": 0.2})
+            for _ in session.execute(chunk):
+                self.record_frame()
+            self.flush()
+            self.sim_status(C.STATUS_CHUNK_DONE, tick=session.ticks, calls=session.calls)
+        self.sim_status(C.STATUS_DONE, ticks=session.ticks, calls=session.calls,
+                        timing={"wait_s": 0.1, "step_s": 0.2, "publish_s": 0.0})
+
+    def now(self) -> float:
+        return self.offset + self.session.backend.time
+
+    def world(self):
+        return self.session.backend.world_state()
+
+    def record_frame(self) -> None:
+        self.rows.append((self.now(), np.array(self.session.command), self.world()))
+
+    def flush(self, rows=None) -> None:
+        rows, self.rows = (self.rows if rows is None else rows), []
+        self.inbox.append((lambda batch: self.run.on_frames(len(batch), lambda: batch), rows))
+
+    def sim_status(self, kind: str, **fields) -> None:
+        status = {"kind": kind, "episode": self.episode, **fields}
+        self.inbox.append((lambda s: self.run.on_sim_status(s), status))
+
+    def policy_status(self, kind: str, **fields) -> None:
+        status = {"kind": kind, "episode": self.episode, **fields}
+        self.inbox.append((lambda s: self.run.on_policy_status(s), status))
+
+
+class Recorder(Subscriber):
+    """Every hook call, and whether the row was already in results.jsonl at on_episode_end."""
+
+    def __init__(self):
+        self.calls: list = []
+
+    def on_run_start(self):
+        self.calls.append("run_start")
+
+    def on_episode_start(self, trial, cue):
+        self.calls.append(("episode_start", trial.task.id, trial.round, cue))
+
+    def on_status(self, source, status):
+        self.calls.append(("status", source, status["kind"]))
+
+    def on_episode_end(self, trial, row, run_dir):
+        self.calls.append(("episode_end", row["key"], row["key"] in run_dir.finished_keys()))
+
+
+@pytest.fixture(scope="module")
+def session():
+    s = SimSession(MujocoBackend())
+    yield s
+    s.backend.close()
+
+
+def make_run(session, tmp_path, graph_class=InProcessGraph, cues=None, subscribers=(), **params):
+    """(SuiteRun, its graph, its log, its console lines) for a run into tmp_path / "run"."""
+    clock = FakeClock()
+    graph = graph_class(session, clock)
+    log, console = Log(), []
+    settings = {**PARAMS, "tasks": TASK, "levels": "", "output": str(tmp_path / "run"), **params}
+    run = SuiteRun(settings, graph, cues=cues, log=log, echo=console.append, clock=clock,
+                   subscribers=[LatencyCollector(), *subscribers])
+    graph.run = run
+    return run, graph, log, console
+
+
+def results(tmp_path) -> list[dict]:
+    lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def kinds(graph) -> list[str]:
+    return [m["kind"] for m in graph.sent]
+
+
+# ----------------------------------------------------------------------------- a good episode
+
+
+def test_an_episode_is_begun_started_scored_and_written(session, tmp_path):
+    recorder = Recorder()
+    run, graph, log, console = make_run(session, tmp_path, subscribers=[recorder])
+    assert run.run() == 0
+    trial = plan_trials([load_suite().get(TASK)], 1, 42)[0]
+
+    # control: begin (task, seed, budget, language) -> start -> end, all of one episode
+    assert kinds(graph) == ["begin", "start", "end"]
+    begin = graph.sent[0]
+    assert len({m["episode"] for m in graph.sent}) == 1
+    assert begin["episode"].startswith(f"scene1/{TASK}/r1@")
+    assert begin["task"]["id"] == TASK and begin["seed"] == trial.seed
+    assert begin["instruction"] == trial.task.instruction == graph.instructions[0]
+    assert (begin["max_policy_calls"], begin["max_actions_per_call"]) == (10, 50)
+
+    # the row: the real scorer's verdict on exactly the frames the sim recorded
+    (row,) = results(tmp_path)
+    expected_record, expected = run_episode_direct(session, OraclePolicy(), trial.task, trial.seed,
+                                                   images=False)
+    assert row["status"] == "ok" and row["error"] is None
+    assert row["frames"] == expected_record.n == 501 and row["policy_calls"] == 10
+    assert row["intent_score"] == expected.intent_score == 1.0 and row["complete"]
+    assert row["stages"] == json.loads(json.dumps(expected.to_dict()["stages"]))
+    assert row["sim_timing_s"] == {"wait_s": 0.1, "step_s": 0.2, "publish_s": 0.0}
+    assert row["policy_latency_ms"]["inference"] == [2.0] * 10
+    assert row["policy_latency_ms"]["transport"] == [0.2] * 10
+    record, meta = load_episode(tmp_path / "run" / row["episode_file"])
+    assert record.n == 501 and meta["seed"] == trial.seed
+    np.testing.assert_allclose(record.commands, expected_record.commands)
+
+    # the run's files and console
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run_json["status"] == "finished" and run_json["arguments"]["tasks"] == TASK
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["scene1/L0"]["completion_rate"] == 1.0
+    latency = json.loads((tmp_path / "run" / "latency.json").read_text())
+    assert latency["inference"] == {"calls": 10, "mean": 2.0, "p50": 2.0, "p95": 2.0, "max": 2.0}
+    assert ("info", f"1 trials, 0 already done -> {tmp_path / 'run'}") in log.lines
+    assert console[0].startswith(f"[1/1] {TASK} r1 seed {trial.seed}: IS 1.00 ES 1.00 CR yes (")
+    assert console[0].endswith(f"({row['wall_s']:.1f} s, ETA 0.0 min)")
+    assert "scene1/L0" in console[1] and console[2].startswith("policy inference")
+    assert console[-1] == f"results: {tmp_path / 'run'}"
+
+    # the subscribers heard the run in order, the row before it was appended
+    statuses = [c for c in recorder.calls if c[0] == "status"]
+    assert recorder.calls[:2] == ["run_start", ("episode_start", TASK, 1, None)]
+    assert statuses[:2] == [("status", "sim", "ready"), ("status", "policy", "ready")]
+    assert statuses[-1] == ("status", "sim", "done")
+    assert recorder.calls[-1] == ("episode_end", row["key"], False)
+
+
+def test_frames_from_before_the_ready_stamp_are_not_the_episodes(session, tmp_path):
+    class LateFrames(InProcessGraph):
+        def answer_begin(self, ctl):
+            super().answer_begin(ctl)
+            stale = (self.offset - 0.5, np.array(self.session.command), self.world())
+            self.flush([stale])  # the previous episode's tail, arriving late
+
+    run, graph, _, _ = make_run(session, tmp_path, LateFrames)
+    assert run.run() == 0
+    (row,) = results(tmp_path)
+    assert row["frames"] == 501 and row["complete"]
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+class PolicyNeverReady(InProcessGraph):
+    def policy_status(self, kind, **fields):
+        if kind != C.STATUS_READY:
+            super().policy_status(kind, **fields)
+
+
+class SimNeverDone(InProcessGraph):
+    def answer_start(self):
+        pass
+
+
+class PolicyFails(InProcessGraph):
+    def answer_start(self):
+        self.policy_status(C.STATUS_ERROR, message="policy failed: NaN in the chunk")
+
+
+@pytest.mark.parametrize("graph_class, error, sent", [
+    (PolicyNeverReady, "timed out after 300 s waiting for sim and policy reset", ["begin", "end"]),
+    (SimNeverDone, "timed out after 300 s waiting for the episode to finish",
+     ["begin", "start", "end"]),
+    (PolicyFails, "policy: policy failed: NaN in the chunk", ["begin", "start", "end"]),
+])
+def test_a_silent_or_failing_node_fails_the_episode_and_the_run_goes_on(
+        session, tmp_path, graph_class, error, sent):
+    run, graph, _, console = make_run(session, tmp_path, graph_class, rounds=2)
+    t0 = graph.clock.now
+    assert run.run() == 0
+    rows = results(tmp_path)
+    assert [(r["round"], r["status"], r["error"]) for r in rows] == [(1, "failed", error),
+                                                                    (2, "failed", error)]
+    assert rows[0]["intent_score"] == 0.0 and rows[0]["complete"] is False
+    assert "policy_latency_ms" not in rows[0] and "episode_file" not in rows[0]
+    assert kinds(graph) == sent * 2
+    assert console[0].startswith(f"[1/2] {TASK} r1 seed ") and f"FAILED: {error} (" in console[0]
+    if "timed out" in error:  # 300 s without progress on the fake clock, then it gave up
+        assert 300.0 < rows[0]["wall_s"] < 301.0 and graph.clock.now - t0 > 600
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "finished"
+
+
+def test_a_scorer_error_fails_the_episode_not_the_run(session, tmp_path):
+    class BlockMissing(InProcessGraph):  # the sim reports no yellow_block_3
+        def world(self):
+            world = super().world()
+            world.objects.pop("yellow_block_3")
+            return world
+
+    run, _, log, _ = make_run(session, tmp_path, BlockMissing)
+    assert run.run() == 0
+    (row,) = results(tmp_path)
+    assert row["status"] == "failed" and row["error"].startswith("scoring failed: ValueError(")
+    assert "yellow_block_3" in row["error"] and "not in the record" in row["error"]
+    assert row["complete"] is False and row["frames"] == 501 and row["policy_calls"] == 10
+    assert log.lines[-1][0] == "error" and log.lines[-1][1].startswith(f"scoring {TASK} failed")
+    # nothing lost: the frames are on disk for re-scoring
+    record, meta = load_episode(tmp_path / "run" / row["episode_file"])
+    assert record.n == 501 and meta["task_id"] == TASK
+
+
+# ----------------------------------------------------------------------------- the graph
+
+
+def test_a_node_leaving_the_graph_stops_the_run(session, tmp_path):
+    class PolicyDiesInEpisode2(InProcessGraph):
+        def answer_begin(self, ctl):
+            super().answer_begin(ctl)
+            if ctl["episode"].startswith(f"scene1/{TASK}/r2@"):
+                self.inbox.clear()
+                self.publishers[C.TOPIC_ACTION_CHUNK] = 0
+
+    run, graph, log, console = make_run(session, tmp_path, PolicyDiesInEpisode2, rounds=3)
+    assert run.run() == 3
+    gone = "the policy node is gone (nobody publishes action chunks)"
+    assert [r["round"] for r in results(tmp_path)] == [1]  # the finished episode is kept
+    assert kinds(graph) == ["begin", "start", "end", "begin", "end"]  # no third episode
+    assert ("error", f"run stopped: {gone}") in log.lines
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run_json["status"] == f"stopped: {gone}"
+    assert console[-1] == f"results: {tmp_path / 'run'}"  # the summary is still written
+
+
+def test_no_graph_or_two_graphs_refuse_to_run(session, tmp_path):
+    run, graph, _, _ = make_run(session, tmp_path)
+    graph.subscribers[C.TOPIC_EPISODE_CONTROL] = 1  # only the sim is up
+    with pytest.raises(GraphBroken, match="no sim and policy node appeared within 60 s"):
+        run.run()
+    assert graph.clock.now >= 1060.0 and graph.sent == []
+
+    run, graph, _, _ = make_run(session, tmp_path)
+    graph.publishers[C.TOPIC_ACTION_CHUNK] = 2
+    with pytest.raises(GraphBroken, match="another graph shares ROS_DOMAIN_ID .*2 policy nodes"):
+        run.run()
+
+
+# ----------------------------------------------------------------------------- resume
+
+
+def test_resume_skips_finished_episodes(session, tmp_path):
+    first, _, _, _ = make_run(session, tmp_path, rounds=1)
+    assert first.run() == 0
+    second, graph, log, console = make_run(session, tmp_path, rounds=2)
+    assert second.run() == 0
+    assert [r["round"] for r in results(tmp_path)] == [1, 2]
+    assert [m["episode"].split("@")[0] for m in graph.sent] == [f"scene1/{TASK}/r2"] * 3
+    assert ("info", f"2 trials, 1 already done -> {tmp_path / 'run'}") in log.lines
+    assert console[0].startswith(f"[1/1] {TASK} r2 ")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["scene1/L0"]["n_episodes"] == 2  # over the whole directory
+
+
+def test_without_resume_a_filled_directory_is_refused(session, tmp_path):
+    first, _, _, _ = make_run(session, tmp_path)
+    assert first.run() == 0
+    second, graph, _, _ = make_run(session, tmp_path, resume=False)
+    with pytest.raises(FileExistsError, match="resume:=true"):
+        second.run()
+    assert graph.sent == []
+
+
+# ----------------------------------------------------------------------------- cue protocol
+
+
+def test_a_cue_protocol_sets_the_begin_task_and_annotates_the_row(session, tmp_path):
+    """conflict: the language names another task (the oracle follows it), the cue shows this
+    one; the row scores the begin (language) task and, in row["cue"], the cue task too."""
+    recorder = Recorder()
+    cues = CueRun("conflict", "F1", "", "overlay")
+    run, graph, _, console = make_run(session, tmp_path, cues=cues, subscribers=[recorder],
+                                      cue_protocol="conflict", cue_family="F1")
+    assert run.run() == 0
+    begin = graph.sent[0]
+    partner = begin["task"]["id"]
+    assert partner != TASK and begin["cue_task"]["id"] == TASK
+    assert (begin["cue_protocol"], begin["cue_family"], begin["cue_placement"]) == \
+        ("conflict", "F1", "overlay")
+    assert begin["instruction"] == load_suite().get(partner).instruction
+    (_, _, _, cue), = [c for c in recorder.calls if c[0] == "episode_start"]
+    assert cue is not None  # the CueSpec the overlay draws
+
+    (row,) = results(tmp_path)
+    assert row["complete"] and row["cue"]["begin_task"] == partner
+    assert row["cue"]["language_complete"] is True and row["cue"]["cue_complete"] is False
+    record, _ = load_episode(tmp_path / "run" / row["episode_file"])
+    assert row["cue"]["cue_intent_score"] == score_episode(load_suite().get(TASK),
+                                                           record).intent_score
+    assert " | conflict F1/banner: language yes cue no (" in console[0]
+    assert (tmp_path / "run" / "cue_metrics.json").exists()

@@ -1,0 +1,5 @@
+"""INT-ACT (From Intention to Execution): intention, grasp, success and wrong-object metrics.
+
+``metrics`` computes them from the same episode record the RoboFollow scorer reads, on
+RoboFollow's tasks. Pure logic; may import ``embodiment`` and ``benchmarks.robofollow``.
+"""

@@ -1,0 +1,153 @@
+"""F4 pictorial demonstration: a small inset panel showing the task (fixed region).
+
+Schematic, storyboard (before -> after) and goal panels are drawn from the task's action and
+relation with object glyphs; ``goal_image`` insets a caller-provided image.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import cv2
+import numpy as np
+
+from vla_bridge.benchmarks.vifo.families.base import (FIXED_REGION, CueContext, CueSpec, Family,
+                                                      region_to_pixels, register_family)
+from vla_bridge.benchmarks.vifo.families.drawing import (AA, CUE_COLOR, FONT, arrow_head, bezier,
+                                                         glyph, glyph_params, ipt, polyline)
+
+
+_REL_PANEL_DIR = {"left_of": (-1, 0), "right_of": (1, 0), "behind": (0, -1), "in_front_of": (0, 1),
+                  "beside": (1, 0), "near": (1, 0), "towards": (-1, 0)}
+
+
+def _panel_scene(img, rect, p, after: bool, show_motion: bool) -> None:
+    """Top-down-ish schematic of the task inside rect (x0, y0, x1, y1)."""
+    x0, y0, x1, y1 = rect
+    w, h = x1 - x0, y1 - y0
+    s = min(w, h) * 0.3
+    relation = p.get("relation")
+    action = p.get("action", "place" if relation else "pick")
+    src_shape, src_rgb = glyph_params(p, "source_glyph")
+    tgt_shape, tgt_rgb = glyph_params(p, "target_glyph", "box", (120, 120, 120))
+    center = np.array([x0 + w * 0.5, y0 + h * 0.55])
+    start = np.array([x0 + w * 0.2, y0 + h * 0.78])
+    if action in ("pick",) or relation is None:
+        goal = np.array([center[0], y0 + h * 0.3])
+        start = np.array([center[0], y0 + h * 0.72])
+        cur = goal if after else start
+        if after:
+            glyph(img, src_shape, (200, 200, 200), start, s * 0.9, outline=(150, 150, 150))
+        glyph(img, src_shape, src_rgb, cur, s)
+        # gripper above the object
+        gy = cur[1] - s * 0.95
+        gx = cur[0]
+        col = (60, 60, 60)
+        cv2.line(img, ipt((gx - s * 0.5, gy)), ipt((gx + s * 0.5, gy)), col, 2, AA)
+        cv2.line(img, ipt((gx - s * 0.5, gy)), ipt((gx - s * 0.5, gy + s * 0.45)), col, 2, AA)
+        cv2.line(img, ipt((gx + s * 0.5, gy)), ipt((gx + s * 0.5, gy + s * 0.45)), col, 2, AA)
+        cv2.line(img, ipt((gx, gy)), ipt((gx, gy - s * 0.4)), col, 2, AA)
+        if show_motion:
+            a = start + np.array([s * 0.95, 0])
+            b = goal + np.array([s * 0.95, 0])
+            polyline(img, np.array([a, b + [0, s * 0.3]]), CUE_COLOR, 2, outline=None)
+            arrow_head(img, b, b - a, s * 0.45, CUE_COLOR)
+        return
+    tgt_c = center.copy()
+    if relation in ("on", "in", "above"):
+        goal = tgt_c - np.array([0, s * (0.55 if relation == "on" else 0.2)])
+    else:
+        d = np.asarray(_REL_PANEL_DIR.get(relation, (1, 0)), float)
+        goal = tgt_c + d * s * 1.25
+        if relation == "towards":
+            goal = tgt_c + np.array([-s * 1.05, 0])
+    glyph(img, tgt_shape, tgt_rgb, tgt_c, s * 1.1)
+    if after:
+        glyph(img, src_shape, src_rgb, goal, s * 0.9)
+    else:
+        glyph(img, src_shape, src_rgb, start, s * 0.9)
+        if show_motion:
+            cv2.circle(img, ipt(goal), int(s * 0.5), CUE_COLOR, 1, AA)
+            pts = bezier(start + (goal - start) * 0.12, goal + (start - goal) * 0.2, 0.25, 12)
+            polyline(img, pts, CUE_COLOR, 2, outline=None, dashed=True)
+            arrow_head(img, pts[-1], pts[-1] - pts[-2], s * 0.45, CUE_COLOR)
+
+
+def _panel_frame(img, rect, title=None):
+    x0, y0, x1, y1 = rect
+    cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), (238, 236, 228), -1)
+    cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), (60, 60, 60), 1)
+    if title:
+        sc = max(0.28, (y1 - y0) / 240.0)
+        org = (x0 + 3, y0 + max(8, int(round(30 * sc))))
+        cv2.putText(img, title, org, FONT, sc, (60, 60, 60), 1, AA)
+
+
+@lru_cache(maxsize=64)
+def _panel_cached(variant: str, key: tuple, w: int, h: int) -> np.ndarray:
+    p = {k: (dict(v) if isinstance(v, tuple) and v and isinstance(v[0], tuple) else v)
+         for k, v in key}
+    panel = np.zeros((h, w, 3), np.uint8)
+    if variant == "schematic":
+        _panel_frame(panel, (0, 0, w, h))
+        _panel_scene(panel, (0, 0, w, h), p, after=False, show_motion=True)
+    elif variant == "storyboard":
+        half = w // 2
+        gap = max(6, w // 16)
+        _panel_frame(panel, (0, 0, half - gap // 2, h), "1")
+        _panel_frame(panel, (half + gap // 2, 0, w, h), "2")
+        panel[:, half - gap // 2:half + gap // 2] = (255, 255, 255)
+        _panel_scene(panel, (0, 0, half - gap // 2, h), p, after=False, show_motion=False)
+        _panel_scene(panel, (half + gap // 2, 0, w, h), p, after=True, show_motion=False)
+        arrow_head(panel, (half + gap // 2 - 1, h / 2), (1, 0), gap * 0.9, CUE_COLOR)
+    elif variant == "before_after":
+        _panel_frame(panel, (0, 0, w, h))
+        _panel_scene(panel, (0, 0, w, h), p, after=True, show_motion=False)
+        cv2.putText(panel, "GOAL", (3, max(10, h // 7)), FONT, max(0.3, h / 260), (40, 120, 40),
+                    1, AA)
+    return panel
+
+
+def _hashable(p: dict) -> tuple:
+    out = []
+    for k in ("relation", "action", "source_glyph", "target_glyph"):
+        v = p.get(k)
+        if isinstance(v, dict):
+            v = tuple(sorted((kk, tuple(vv) if isinstance(vv, (list, np.ndarray)) else vv)
+                             for kk, vv in v.items()))
+        out.append((k, v))
+    return tuple(out)
+
+
+def _draw_pictorial(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
+    H, W = img.shape[:2]
+    x0, y0, x1, y1 = region_to_pixels(cue.box, W, H)
+    w, h = x1 - x0, y1 - y0
+    if cue.variant == "goal_image":
+        src = cue.params.get("image")
+        if src is None:
+            raise ValueError("F4 goal_image needs params['image'] (e.g. a rendered goal state)")
+        inset = cv2.resize(np.asarray(src, np.uint8), (w - 4, h - 4), interpolation=cv2.INTER_AREA)
+        cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), (255, 255, 255), -1)
+        img[y0 + 2:y1 - 2, x0 + 2:x1 - 2] = inset
+        cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), (40, 160, 40), 2)
+        sc = max(0.3, h / 200)
+        org = (x0 + 4, y0 + int(14 * sc / 0.4))
+        cv2.putText(img, "GOAL", org, FONT, sc, (255, 255, 255), 3, AA)
+        cv2.putText(img, "GOAL", org, FONT, sc, (40, 160, 40), 1, AA)
+        return
+    p = dict(cue.params)
+    task = cue.task
+    if "relation" not in p and task is not None:
+        p["relation"] = getattr(task, "relation", None)
+        p["action"] = getattr(task, "action", None)
+    img[y0:y1, x0:x1] = _panel_cached(cue.variant, _hashable(p), w, h)
+
+
+register_family(Family(
+    "F4", "pictorial", "Pictorial Demonstration", FIXED_REGION,
+    {"schematic": "inset diagram: source object, target, dashed motion arrow to the goal",
+     "storyboard": "two panels, before -> after",
+     "before_after": "single 'GOAL' panel with the final arrangement",
+     "goal_image": "inset of a caller-provided goal image (e.g. a rendered goal state)"},
+    _draw_pictorial, {"*": (0.64, 0.02, 0.34, 0.30), "storyboard": (0.50, 0.02, 0.48, 0.28)},
+))

@@ -1,0 +1,527 @@
+"""LIBERO-VIFO's closed-loop protocols on RoboFollow tasks: per-trial plan and metrics.
+
+Pure logic (no rclpy, no MuJoCo). For each suite trial and protocol, ``plan_trial`` decides
+
+* what language the policy gets (``language``),
+* which task that language specifies (``language_task``; None when it names none),
+* which task the visual cue shows (``cue_task``; None: no cue), and
+* which task the sim resets for and the privileged language-following oracle plans
+  (``begin_task``, the ``task`` of the episode's ``begin`` message).
+
+================  ===========================================  ===============  ==============
+protocol          language                                     language_task    cue_task
+================  ===========================================  ===============  ==============
+``original``      the trial's instruction                      the trial        none (no cue)
+``authorized``    ``AUTHORIZED_PROMPT`` (Part I-B)             none             the trial
+``conflict``      the conflict partner's instruction (II-A)    the partner      the trial
+``no_language``   "" (Part II-B)                               none             the trial
+================  ===========================================  ===============  ==============
+
+The cue always shows the suite trial's task (the cue specification is held fixed across
+protocols, App. C.4); only the language changes. The conflict partner is another task of the
+same scene and layout (so one reset serves both) whose source object or target differs,
+chosen deterministically from the episode seed (``conflict_partner``).
+
+Metrics (percent, ``protocol_metrics`` of ``vifo.insertion``): Orig. SR (original, language
+task completed), AVF (authorized, cue task completed), VTR = AVF / Orig. SR, LFR / UVF
+(conflict: language / cue task completed), UVI (no_language, cue task completed). A task
+counts as completed when RoboFollow's completion check (CR) passes; a failed episode counts
+as not completed. ``cue_metrics`` aggregates results rows per family and overall;
+``format_cue_table`` prints a Table-2-like text table (``evaluation.cue_metrics`` writes it
+into run directories and merges several of them).
+
+Scene-instantiated cues (paper section 4.2): ``scene_cue_objects`` turns a cue into textured
+thin boxes (text card F1, sign F6, ArUco / QR tag F8) for
+``sim_nodes.mujoco_model.build_mjcf(cue_objects=...)``; ``episode_scene_cues`` places the
+episode's cue as a light free card lying on the table's most open spot (the sim node builds it
+from the ``begin`` message when ``cue_placement`` is ``scene``).
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import cv2
+import numpy as np
+
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
+
+from vla_bridge.benchmarks.vifo.families import (FAMILIES, SignSpec, family, marker_id_for,
+                                                 qr_payload, render_sign)
+from vla_bridge.benchmarks.vifo.insertion import (AUTHORIZED_PROMPT, PROTOCOLS, EpisodeRecord,
+                                                  make_cue, protocol_metrics)
+from vla_bridge.benchmarks.vifo.grounding import (GroundedStep, GroundedTask, GroundingError,
+                                                  ground, layout_world)
+from vla_bridge.benchmarks.vifo.parser import ParseError, ParsedTask, parse
+
+__all__ = [
+    "PROTOCOLS", "CUE_PROTOCOLS", "AUTHORIZED_PROMPT", "DEFAULT_VARIANTS", "TrialCue",
+    "check_protocol", "resolve_family_variant", "conflict_partner", "plan_trial",
+    "grounded_task", "build_cue", "episode_record", "cue_metrics", "format_cue_table",
+    "METRICS", "FAMILY_LABELS", "SceneCueObject", "scene_cue_texture",
+    "scene_cue_objects", "card_quat_facing", "CUE_PLACEMENTS", "SCENE_CUE_FAMILIES",
+    "check_placement", "free_table_spot", "episode_scene_cues", "yaw_quat_facing",
+]
+
+#: protocols that show a cue (``original`` is the cue-free baseline)
+CUE_PROTOCOLS = ("authorized", "conflict", "no_language")
+
+#: variant used when ``cue_variant`` is empty: one that conveys source and target where the
+#: family can
+DEFAULT_VARIANTS = {"F1": "banner", "F2": "arrow", "F3": "trail", "F4": "schematic",
+                    "F5": "point_and_move", "F6": "target_zone", "F7": "outline", "F8": "qr"}
+#: variants that need inputs the graph cannot provide
+UNSUPPORTED_IN_GRAPH = {("F4", "goal_image"): "needs a rendered goal image"}
+
+METRICS = (("orig_sr", "Orig. SR"), ("avf", "AVF"), ("vtr", "VTR"), ("lfr", "LFR"),
+           ("uvf", "UVF"), ("uvi", "UVI"))
+FAMILY_LABELS = {"F1": "F1 Text", "F2": "F2 Geom.", "F3": "F3 Ghost", "F4": "F4 Pict.",
+                 "F5": "F5 Gest.", "F6": "F6 Sign", "F7": "F7 Light.", "F8": "F8 Code"}
+
+
+# ----------------------------------------------------------------------------- trial plan
+
+def check_protocol(protocol: str) -> str:
+    """'' (off) or one of PROTOCOLS; anything else is a ValueError listing the valid ones."""
+    protocol = (protocol or "").strip()
+    if protocol and protocol not in PROTOCOLS:
+        raise ValueError(f"unknown cue protocol {protocol!r}; valid: '' (off), "
+                         + ", ".join(PROTOCOLS))
+    return protocol
+
+
+def resolve_family_variant(fam: str, variant: str = "") -> tuple[str, str]:
+    """(family code, variant) with the default variant filled in; errors list valid values."""
+    if not fam:
+        raise ValueError("a cue protocol needs cue_family (one of "
+                         + ", ".join(f"{f.code} ({f.name})" for f in FAMILIES.values()) + ")")
+    f = family(fam)
+    variant = variant or DEFAULT_VARIANTS.get(f.code) or next(iter(f.variants))
+    if variant not in f.variants:
+        raise ValueError(f"unknown variant {variant!r} for {f.code} {f.name}; valid: "
+                         + ", ".join(f.variants))
+    why = UNSUPPORTED_IN_GRAPH.get((f.code, variant))
+    if why:
+        raise ValueError(f"{f.code} {variant} is not available in the evaluation graph: {why}")
+    return f.code, variant
+
+
+def _target_of(task: TaskSpec) -> tuple:
+    """What the task asks the source to end up at: (anchor / target object / label, action)."""
+    t = task.target or {}
+    where = task.anchor or t.get("target_object") or t.get("target_label")
+    return where, task.action
+
+
+def conflict_partner(task: TaskSpec, candidates: Iterable[TaskSpec], seed: int) -> TaskSpec:
+    """Another task of the same scene and layout that a policy could be told instead.
+
+    Preference (first non-empty tier wins): same level and another source object; another
+    source at any level; same level, same source but another target or relation; then any
+    level. Within a tier the tasks are sorted by id and ``seed`` picks one, so a seed always
+    gives the same partner. ValueError when the layout has no such task.
+    """
+    pool = sorted({c.id: c for c in candidates
+                   if c.scene == task.scene and c.layout == task.layout and c.id != task.id
+                   and c.instruction.strip() != task.instruction.strip()}.values(),
+                  key=lambda c: c.id)
+    other_source = [c for c in pool if c.source != task.source]
+    other_target = [c for c in pool if c.source == task.source and _target_of(c) != _target_of(task)]
+    tiers = ([c for c in other_source if c.level == task.level], other_source,
+             [c for c in other_target if c.level == task.level], other_target)
+    for tier in tiers:
+        if tier:
+            return tier[int(seed) % len(tier)]
+    raise ValueError(f"no conflict partner for {task.id}: no other task of {task.scene} layout "
+                     f"{task.layout!r} has a different source or target")
+
+
+@dataclass(frozen=True)
+class TrialCue:
+    """What one trial of a protocol shows and says (see the module table)."""
+    protocol: str
+    language: str
+    begin_task: TaskSpec
+    language_task: TaskSpec | None
+    cue_task: TaskSpec | None
+    family: str | None = None
+    variant: str | None = None
+
+    @property
+    def shows_cue(self) -> bool:
+        return self.cue_task is not None
+
+    def scored_tasks(self) -> dict[str, TaskSpec]:
+        """role -> task the episode is scored against ("language", "cue"); the begin task is
+        always scored (as "language" when the language names it, else as "cue")."""
+        out = {}
+        if self.language_task is not None:
+            out["language"] = self.language_task
+        if self.cue_task is not None:
+            out["cue"] = self.cue_task
+        return out or {"language": self.begin_task}
+
+    def row_fields(self) -> dict:
+        """The protocol part of a results row (scores are added by the evaluator)."""
+        return {"protocol": self.protocol, "family": self.family, "variant": self.variant,
+                "language": self.language,
+                "language_task": self.language_task.id if self.language_task else None,
+                "cue_task": self.cue_task.id if self.cue_task else None,
+                "begin_task": self.begin_task.id}
+
+
+def plan_trial(protocol: str, task: TaskSpec, seed: int, candidates: Sequence[TaskSpec] = (),
+               fam: str | None = None, variant: str | None = None) -> TrialCue:
+    """The language, tasks and cue of one trial of ``task`` under ``protocol``.
+
+    ``candidates`` (the suite's tasks) are needed by ``conflict`` only.
+    """
+    protocol = check_protocol(protocol)
+    if not protocol:
+        raise ValueError("plan_trial needs a protocol (cue protocols are off)")
+    if protocol == "original":
+        return TrialCue(protocol, task.instruction, task, task, None, None, None)
+    fam, variant = resolve_family_variant(fam or "", variant or "")
+    if protocol == "authorized":
+        return TrialCue(protocol, AUTHORIZED_PROMPT, task, None, task, fam, variant)
+    if protocol == "conflict":
+        partner = conflict_partner(task, candidates, seed)
+        return TrialCue(protocol, partner.instruction, partner, partner, task, fam, variant)
+    return TrialCue(protocol, "", task, None, task, fam, variant)  # no_language
+
+
+# ----------------------------------------------------------------------------- cue construction
+
+_ACTION_RELATIONS = {"place_behind": "behind", "place_in_front": "in_front_of",
+                     "place_left_of": "left_of", "place_right_of": "right_of",
+                     "place_beside": "beside", "place_on": "on", "place_in": "in",
+                     # Scenes 2-4: stacking and labels end on the target, bowls in it
+                     "stack": "on", "stack_on_target": "on", "unstack_to_slot": "on",
+                     "place_on_label_route": "on", "place_bowl": "in"}
+
+
+def _spec_grounding(task: TaskSpec) -> GroundedTask:
+    """GroundedTask straight from the registry fields (when the parser cannot read a task)."""
+    where, action = _target_of(task)
+    relation = _ACTION_RELATIONS.get(action)
+    if relation is None and action.startswith("place_"):
+        relation = action[len("place_"):]
+    kind = "pick" if action == "pickup" or where is None else "place"
+    step = GroundedStep(kind, task.arm, task.source, where if kind == "place" else None,
+                        relation if kind == "place" else None, None, (task.source,))
+    parsed = ParsedTask(task.instruction, ())
+    return GroundedTask(parsed, (step,))
+
+
+def grounded_task(task: TaskSpec, objects, fixtures=None) -> tuple[GroundedTask, str]:
+    """(GroundedTask, how): parse + ground the instruction (the paper's pipeline, "parser");
+    when that fails or contradicts the registry's source, build it from the task fields
+    ("registry")."""
+    try:
+        g = ground(parse(task.instruction), objects, fixtures)
+        if g.source == task.source:
+            return g, "parser"
+    except (ParseError, GroundingError, ValueError):
+        pass
+    return _spec_grounding(task), "registry"
+
+
+def build_cue(task: TaskSpec, fam: str, variant: str, seed: int, world=None, fixtures=None,
+              **params):
+    """The task-conditioned CueSpec of ``task`` for one episode.
+
+    ``world`` ({name: ObjectState} or a WorldState): defaults to the layout's spawn positions
+    for ``seed`` (``grounding.layout_world``, what the sim resets to); anchors name objects, so
+    the live world state resolves them every frame.
+    """
+    if world is None:
+        world, fixtures = layout_world(task.scene, task.layout, seed)
+    objects = getattr(world, "objects", world)
+    if fixtures is None:  # a live world state lists fixtures (bowls, labels) as objects too
+        from vla_bridge.benchmarks.robofollow.scenes import load_scene
+        fixed = set(load_scene(task.scene).fixtures)
+        fixtures = {n: o for n, o in objects.items() if n in fixed}
+        objects = {n: o for n, o in objects.items() if n not in fixed}
+    g, _how = grounded_task(task, objects, fixtures)
+    return make_cue(g, fam, variant, world=objects, **params)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def _cue(row: dict) -> dict:
+    return row.get("cue") or {}
+
+
+def episode_record(row: dict) -> EpisodeRecord | None:
+    """A results row -> EpisodeRecord (None for rows without a cue protocol)."""
+    cue = _cue(row)
+    protocol = cue.get("protocol")
+    if protocol not in PROTOCOLS:
+        return None
+    ok = row.get("status") == "ok"
+    lang = bool(ok and cue.get("language_complete"))
+    cue_ok = bool(ok and cue.get("cue_complete"))
+    return EpisodeRecord(protocol, cue_task_success=cue_ok, language_task_success=lang,
+                         family=None if protocol == "original" else cue.get("family"))
+
+
+def _counts(rows: list[dict]) -> dict:
+    out: dict[str, dict] = {}
+    for r in rows:
+        p = _cue(r).get("protocol")
+        c = out.setdefault(p, {"episodes": 0, "failed": 0})
+        c["episodes"] += 1
+        c["failed"] += int(r.get("status") != "ok")
+    return out
+
+
+def _round(m: dict) -> dict:
+    return {k: (None if v is None else round(float(v), 2)) for k, v in m.items()}
+
+
+def cue_metrics(rows: Iterable[dict]) -> dict:
+    """Per family and overall: Orig. SR, AVF, VTR, LFR, UVF, UVI (percent or None).
+
+    ``overall`` pools every episode (micro); ``average`` is the mean over families of each
+    metric that a family has (macro, the paper's "Avg." column). Orig. SR comes from the
+    ``original`` rows and is shared by every family.
+    """
+    rows = [r for r in rows if episode_record(r) is not None]
+    recs = [episode_record(r) for r in rows]
+    by_family = {f: _round(m) for f, m in protocol_metrics(recs, by_family=True).items()}
+    average = {}
+    for key, _label in METRICS:
+        vals = [m[key] for m in by_family.values() if m.get(key) is not None]
+        average[key] = round(sum(vals) / len(vals), 2) if vals else None
+    fam_rows = {f: [r for r, e in zip(rows, recs) if e.family == f] for f in by_family}
+    return {
+        "overall": _round(protocol_metrics(recs)),
+        "average": average,
+        "by_family": by_family,
+        "episodes": _counts(rows),
+        "episodes_by_family": {f: _counts(rs) for f, rs in fam_rows.items()},
+        "variants": sorted({f"{_cue(r).get('family')}/{_cue(r).get('variant')}" for r in rows
+                            if _cue(r).get("family")}),
+        "definitions": {
+            "orig_sr": "original: language task completed (no cue)",
+            "avf": "authorized: cue task completed",
+            "vtr": "AVF / Orig. SR",
+            "lfr": "conflict: language task completed",
+            "uvf": "conflict: cue task completed",
+            "uvi": "no_language: cue task completed",
+        },
+    }
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def family_table(metrics: dict, rows, first: str = "metric") -> tuple[list[str], int]:
+    """Text table lines of per-family metrics (``by_family``, ``average``, ``overall``): one
+    line per (key, label) of ``rows``, one column per family, then Avg. (macro) and All
+    (pooled); returns (lines, column width). Shared by the protocol and VQA tables."""
+    fams = sorted(metrics["by_family"])
+    cols = [FAMILY_LABELS.get(f, f) for f in fams] + ["Avg.", "All"]
+    w = max([10] + [len(c) + 2 for c in cols])
+    head = f"{first:<11}" + "".join(f"{c:>{w}}" for c in cols)
+    lines = [head, "-" * len(head)]
+    for key, label in rows:
+        vals = [metrics["by_family"][f].get(key) for f in fams]
+        vals += [metrics["average"].get(key), metrics["overall"].get(key)]
+        lines.append(f"{label:<11}" + "".join(f"{_fmt(v):>{w}}" for v in vals))
+    return lines, w
+
+
+def format_cue_table(metrics: dict) -> str:
+    """Table-2-like text: one row per metric, one column per family, Avg. (macro), All (micro)."""
+    lines, _ = family_table(metrics, METRICS)
+    counts = ", ".join(f"{p} {c['episodes']}" + (f" ({c['failed']} failed)" if c["failed"] else "")
+                       for p, c in sorted(metrics["episodes"].items()))
+    lines.append(f"episodes: {counts or 'none'}")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- scene objects (4.2)
+
+@dataclass(frozen=True)
+class SceneCueObject:
+    """A textured thin box for ``build_mjcf(cue_objects=...)``.
+
+    ``size`` is the full extent (width along local x, height along local y, thickness along
+    local z); the texture covers the +z face with its top row towards local +y. ``quat``
+    (w, x, y, z) orients the card (``card_quat_facing``); ``free`` makes it a light free body
+    that the arms can push, otherwise it is fixed in the world. ``tent_deg`` > 0 folds it
+    into a standing table tent (two such panels leaning that far from vertical, the printed
+    one facing the body's -y; ``quat`` is then the yaw).
+    """
+    name: str
+    texture: str  # PNG path
+    pos: tuple[float, float, float]
+    size: tuple[float, float, float]
+    quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    free: bool = False
+    mass: float = 0.02
+    tent_deg: float = 0.0  # > 0: a folded table tent; pos = its footprint centre on the table
+
+
+def card_quat_facing(pos, eye, up=(0.0, 0.0, 1.0)) -> tuple[float, float, float, float]:
+    """Quaternion that turns a card at ``pos`` so its face (+z) looks at ``eye``, text upright."""
+    from vla_bridge.embodiment.kinematics import mat_to_quat
+    z = np.asarray(eye, float) - np.asarray(pos, float)
+    z /= np.linalg.norm(z)
+    x = np.cross(-z, np.asarray(up, float))
+    if np.linalg.norm(x) < 1e-9:  # looking straight down: keep the world's x
+        x = np.array([1.0, 0.0, 0.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    return tuple(float(v) for v in mat_to_quat(np.stack([x, y, z], axis=1)))
+
+
+def scene_cue_texture(cue, kind: str | None = None, px: int = 256) -> np.ndarray:
+    """RGB texture of a scene-instantiated cue: "card" (F1 text), "sign" (F6), "aruco" / "qr"
+    (F8). ``kind`` defaults from the cue's family (F8: its variant)."""
+    kind = kind or {"F1": "card", "F6": "sign"}.get(cue.code) or (
+        "qr" if cue.variant == "qr" else "aruco")
+    if kind == "sign":
+        sign = cue.params.get("sign")
+        if not isinstance(sign, SignSpec):
+            from vla_bridge.benchmarks.vifo.families import sign_for_cue
+            sign = sign_for_cue(cue)
+        rgb, alpha = render_sign(sign, px)
+        out = np.full((px, px, 3), 255, np.uint8)
+        a = (np.asarray(alpha, np.float32) / (255.0 if np.max(alpha) > 1 else 1.0))[..., None]
+        return (out * (1 - a) + np.asarray(rgb, np.float32) * a).astype(np.uint8)
+    if kind == "card":
+        from vla_bridge.benchmarks.vifo.families.base import task_text
+        return _text_card(task_text(cue), px)
+    if kind in ("aruco", "qr"):
+        from vla_bridge.benchmarks.vifo.families.f8_code import code_tile
+        payload = qr_payload(cue) if kind == "qr" else ""
+        return np.array(code_tile(kind, payload, marker_id_for(cue), px))
+    raise ValueError(f"unknown scene cue kind {kind!r}; valid: card, sign, aruco, qr")
+
+
+def _text_card(text: str, px: int) -> np.ndarray:
+    """White card, dark border, the text wrapped to fill it (a written note)."""
+    import textwrap
+    h = px // 2 if px >= 128 else px
+    img = np.full((h, px, 3), 250, np.uint8)
+    cv2.rectangle(img, (2, 2), (px - 3, h - 3), (30, 30, 30), max(2, px // 96))
+    best = None
+    for width in range(12, 60, 2):
+        lines = textwrap.wrap(text, width)
+        scale = min((px - 16) / max(cv2.getTextSize(ln, cv2.FONT_HERSHEY_SIMPLEX, 1.0, 2)[0][0]
+                                    for ln in lines),
+                    (h - 16) / (len(lines) * 34.0))
+        if best is None or scale > best[0]:
+            best = (scale, lines)
+    scale, lines = best
+    th = max(1, int(round(2 * scale)))
+    y = 8 + int(26 * scale)
+    for ln in lines:
+        cv2.putText(img, ln, (8, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (20, 20, 20), th, cv2.LINE_AA)
+        y += int(34 * scale)
+    return img
+
+
+def scene_cue_objects(cue, pos, eye=None, width_m: float = 0.10, thickness_m: float = 0.004,
+                      kind: str | None = None, out_dir: str | Path | None = None,
+                      name: str = "cue_card", free: bool = False,
+                      quat=None, tent_deg: float = 0.0) -> list[SceneCueObject]:
+    """One textured card showing ``cue`` at ``pos`` (its centre), facing ``eye`` when given
+    (else lying flat, text towards +y); the PNG goes to ``out_dir`` (default: a new temp dir,
+    which must outlive the model compilation)."""
+    tex = scene_cue_texture(cue, kind)
+    out = Path(out_dir or tempfile.mkdtemp(prefix="vla_bridge_cue_"))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.png"
+    if not cv2.imwrite(str(path), cv2.cvtColor(tex, cv2.COLOR_RGB2BGR)):
+        raise OSError(f"could not write {path}")
+    h_m = width_m * tex.shape[0] / tex.shape[1]
+    if quat is None:
+        quat = card_quat_facing(pos, eye) if eye is not None else (1.0, 0.0, 0.0, 0.0)
+    return [SceneCueObject(name, str(path), tuple(float(v) for v in pos),
+                           (float(width_m), float(h_m), float(thickness_m)),
+                           tuple(float(v) for v in quat), free, tent_deg=float(tent_deg))]
+
+
+# ------------------------------------------------------------- scene-instantiated cues
+
+#: where the cue appears: drawn into the policy's images, or a physical object in the scene
+CUE_PLACEMENTS = ("overlay", "scene")
+#: families that exist as scene objects (paper section 4.2) -> card kind (F8: by variant)
+SCENE_CUE_FAMILIES = {"F1": "card", "F6": "sign", "F8": None}
+#: card widths (m): big enough to read or decode from cam_high at 320x240
+SCENE_CUE_WIDTH_M = {"card": 0.20, "sign": 0.10, "aruco": 0.09, "qr": 0.10}  # card: A5-like
+SCENE_CUE_THICKNESS_M = 0.004
+SCENE_CUE_TENT_DEG = 25.0  # panels' lean from vertical: stands, and faces cam_high well
+#: candidate card centres on the table (x, y), in front of the arms and inside cam_high's view
+_SPOT_XS = np.linspace(-0.36, 0.36, 13)
+_SPOT_YS = np.linspace(-0.22, 0.26, 9)
+
+
+def check_placement(placement: str, fam: str | None) -> str:
+    """Validate ``cue_placement`` (and that the family exists as a scene object)."""
+    placement = placement or "overlay"
+    if placement not in CUE_PLACEMENTS:
+        raise ValueError(f"unknown cue_placement {placement!r}; valid: {', '.join(CUE_PLACEMENTS)}")
+    if placement == "scene" and fam is not None and fam not in SCENE_CUE_FAMILIES:
+        raise ValueError(f"cue family {fam} has no scene object; cue_placement scene supports "
+                         f"{', '.join(SCENE_CUE_FAMILIES)} (text card, sign, code tag)")
+    return placement
+
+
+def _footprint_clearance(point, bodies, half_extent: float) -> float:
+    """Smallest xy gap between a square card (half side ``half_extent``) at ``point`` and the
+    axis-aligned footprints of ``bodies`` (negative = overlap)."""
+    gaps = [np.max(np.abs(point - np.asarray(b.pos, float)[:2])
+                   - np.asarray(b.size, float)[:2] / 2) - half_extent for b in bodies]
+    return float(min(gaps)) if gaps else np.inf
+
+
+def free_table_spot(bodies, half_extent: float, enough_m: float = 0.06) -> np.ndarray:
+    """A card centre (x, y) on the table: among candidates with at least ``enough_m`` clearance
+    from every body (or, when none has, the most open ones), the one nearest the middle of
+    the workspace, so the card is clear of the objects yet well inside the cameras' view."""
+    best, best_key = None, None
+    for y in _SPOT_YS:
+        for x in _SPOT_XS:
+            point = np.array([x, y])
+            clearance = min(_footprint_clearance(point, bodies, half_extent), enough_m)
+            key = (round(clearance, 3), -round(float(np.hypot(x, y)), 4))
+            if best_key is None or key > best_key:
+                best, best_key = point, key
+    return best
+
+
+def yaw_quat_facing(pos, eye) -> tuple[float, float, float, float]:
+    """Yaw about +z that turns a body's -y towards ``eye`` (in the xy plane)."""
+    d = np.asarray(eye, float)[:2] - np.asarray(pos, float)[:2]
+    yaw = np.arctan2(d[0], -d[1])
+    return (float(np.cos(yaw / 2)), 0.0, 0.0, float(np.sin(yaw / 2)))
+
+
+def episode_scene_cues(task: TaskSpec, fam: str, variant: str, seed: int,
+                       out_dir: str | Path | None = None) -> list[SceneCueObject]:
+    """The episode's cue as a scene object: the same CueSpec the overlay would draw
+    (``build_cue`` at the layout's spawn positions), printed on a light folded card (a table
+    tent, ``SCENE_CUE_TENT_DEG``) standing on the table's most open spot and facing cam_high.
+    Nothing holds it: an arm can knock it over or push it away (paper section 4.2).
+    Deterministic in (task, family, variant, seed), so a replay rebuilds it."""
+    from vla_bridge.embodiment.cameras import camera_model
+    from vla_bridge.embodiment.workcell import TABLE_TOP_Z
+    fam, variant = resolve_family_variant(fam, variant)
+    check_placement("scene", fam)
+    objects, fixtures = layout_world(task.scene, task.layout, seed)
+    cue = build_cue(task, fam, variant, seed, objects, fixtures)
+    kind = SCENE_CUE_FAMILIES[fam] or ("qr" if cue.variant == "qr" else "aruco")
+    width = SCENE_CUE_WIDTH_M[kind]
+    xy = free_table_spot([*objects.values(), *fixtures.values()], width / 2)
+    pos = (round(float(xy[0]), 4), round(float(xy[1]), 4), TABLE_TOP_Z + 0.002)
+    eye = camera_model("cam_high").world_from_camera[:3, 3]
+    return scene_cue_objects(cue, pos, width_m=width, thickness_m=SCENE_CUE_THICKNESS_M,
+                             kind=kind, out_dir=out_dir, name="cue_card", free=True,
+                             quat=yaw_quat_facing(pos, eye), tent_deg=SCENE_CUE_TENT_DEG)

@@ -1,0 +1,21 @@
+"""`vla-bridge bench overhead|throughput`: benchmarks of the node graph that print figures."""
+from __future__ import annotations
+
+import argparse
+
+from vla_bridge.bench.graph import overhead, throughput
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("which", choices=["overhead", "throughput"], help="benchmark to run")
+    parser.add_argument("--per-level", type=int, default=2,
+                        help="throughput: tasks sampled per scene and level")
+    parser.add_argument("--task", default="L0_place_yellow_block_1_behind_red_sphere")
+    parser.add_argument("--episodes", type=int, default=4,
+                        help="episodes per side; the first of each side is a warm-up")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.which == "throughput":
+        return throughput(args.per_level)
+    return overhead(args.task, args.episodes)

@@ -1,0 +1,79 @@
+"""`vla-bridge report RUN_DIR`: report.md / report.json, plots and replay videos of a run."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from vla_bridge.evaluation.report import (DEFAULT_BOOT, DEFAULT_CONFIDENCE, DEFAULT_PAPER_MODEL,
+                                          DEFAULT_SEED, METRICS, VIDEO_CAMERA, VIDEO_VIEWS,
+                                          ReportError, ReportOptions, build_report,
+                                          format_console, write_report)
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory (holds results.jsonl)")
+    parser.add_argument("--paper", nargs="?", const=DEFAULT_PAPER_MODEL, default=None, metavar="MODEL",
+                        help=f"show the paper's Table 1 numbers of MODEL beside ours (default "
+                             f"{DEFAULT_PAPER_MODEL}; ASCII spellings like pi05 work)")
+    parser.add_argument("--plots", action="store_true", help="write plots/<scene>.png (IS/ES/CR over L0..L3)")
+    parser.add_argument("--videos", type=int, default=0, metavar="N",
+                        help="replay the first N saved episodes and write videos/<scene>/<task>_r<round>.mp4")
+    parser.add_argument("--compare", default=None, metavar="OTHER_RUN",
+                        help="the empty-language run (--empty_language) of the same tasks: table of the drop")
+    parser.add_argument("--video-stride", type=int, default=2,
+                        help="render every Nth frame (default 2; a CPU renderer takes ~10-75 ms a frame)")
+    parser.add_argument("--video-fps", type=float, default=None,
+                        help="playback frame rate (default: real time, 1 / (0.06 s x stride))")
+    parser.add_argument("--video-format", choices=("mp4", "gif"), default="mp4",
+                        help="mp4 (OpenCV mp4v; falls back to GIF) or gif")
+    parser.add_argument("--camera", default=VIDEO_CAMERA, help=f"camera to render (default {VIDEO_CAMERA})")
+    parser.add_argument("--video-view", choices=VIDEO_VIEWS, default=None,
+                        help="what the videos show: cued (the images the policy saw under a "
+                             "visual-cue protocol), raw (the sim's images) or both (side by side, "
+                             "twice as wide); default: cued for episodes that showed a cue, else raw")
+    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOT, help="bootstrap replicates")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed")
+    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit 0: report written; 1: written, but a requested plot/video failed; 2: bad input."""
+    if args.videos < 0 or args.video_stride < 1 or args.bootstrap < 1 or not 0 < args.confidence < 1:
+        print("error: --videos >= 0, --video-stride >= 1, --bootstrap >= 1 and 0 < --confidence < 1",
+              file=sys.stderr)
+        return 2
+    options = ReportOptions(paper_model=args.paper, plots=args.plots, videos=args.videos,
+                            compare=args.compare, n_boot=args.bootstrap, seed=args.seed,
+                            confidence=args.confidence, video_stride=args.video_stride,
+                            video_fps=args.video_fps, video_format=args.video_format,
+                            camera=args.camera, video_view=args.video_view)
+    try:
+        report = build_report(args.run_dir, options)
+    except (ReportError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    md, js = write_report(report)
+    print(format_console(report))
+    if report["intact"]:
+        g = report["intact"]["groups"]["all"]
+        print(f"INT-ACT ({report['intact']['n_episodes_scored']} episodes): intention "
+              f"{g['intention_correct_rate']:.1f}%, grasp {g['grasp_success_rate']:.1f}%, "
+              f"task success {g['task_success_rate']:.1f}%, "
+              f"wrong object {g['wrong_object_attempt_rate']:.1f}%")
+    if report["compare"] and "all" in report["compare"]["groups"]:
+        a = report["compare"]["groups"]["all"]
+        print("empty-language drop (all): " + ", ".join(f"{m} {_number(a[m]['drop'])}" for m in METRICS))
+    for p in report["plots"]:
+        print(f"plot: {Path(args.run_dir) / p}")
+    for v in report["videos"]:
+        view = f", {v['view']} view" if v.get("cue") or v.get("view", "raw") != "raw" else ""
+        print(f"video: {Path(args.run_dir) / v['path']} ({v['frames']} frames, {v['render_s']:.1f} s{view})")
+    for e in report["errors"]:
+        print(f"problem: {e}", file=sys.stderr)
+    print(f"wrote {md} and {js}")
+    return 1 if report["errors"] else 0

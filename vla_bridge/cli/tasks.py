@@ -1,0 +1,36 @@
+"""`vla-bridge tasks`: list, filter and dry-run the RoboFollow suites."""
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scene", default="", help="comma-separated scenes (default: all)")
+    parser.add_argument("--levels", default="", help="comma-separated levels L0..L3 (default: all)")
+    parser.add_argument("--tasks", default="", help="comma-separated task ids (override --scene/--levels)")
+    parser.add_argument("--rounds", type=int, default=10, help="rounds per task (protocol: 10)")
+    parser.add_argument("--base-seed", type=int, default=42)
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the trials (task, round, seed) a run would execute")
+    parser.add_argument("--instructions", action="store_true", help="show each instruction")
+
+
+def run(args: argparse.Namespace) -> int:
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials, select_tasks
+
+    tasks = select_tasks(load_suite(), args.scene, args.levels, args.tasks)
+    trials = plan_trials(tasks, args.rounds, args.base_seed)
+    if args.dry_run:
+        for t in trials:
+            print(f"{t.task.scene}  {t.task.level}  {t.task.id}  round {t.round}  seed {t.seed}")
+    else:
+        for t in tasks:
+            line = f"{t.scene}  {t.level}  {t.arm:<5}  {t.action:<16}  {t.id}"
+            print(line + (f"\n      {t.instruction}" if args.instructions else ""))
+    per_group = Counter((t.task.scene, t.task.level) for t in trials)
+    print("\ntrials per scene/level:")
+    for (scene, level), n in sorted(per_group.items()):
+        print(f"  {scene}/{level}: {n}")
+    print(f"{len(tasks)} tasks x {args.rounds} rounds = {len(trials)} trials")
+    return 0

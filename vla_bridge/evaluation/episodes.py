@@ -1,0 +1,370 @@
+"""The evaluator's episode state machine, without ROS (the evaluator node is its shell).
+
+``SuiteRun.run()`` plans the suite's trials, skips those the run directory already holds
+(resume), waits for the sim and policy nodes, then runs each trial:
+
+1. ``begin``: publish the instruction, send ``begin`` (task, seed, budget, cue fields);
+2. wait for the ``ready`` statuses of the sim (reset) and the policy (instructed);
+3. ``start``; wait for the sim's ``done``, then for every recorded frame;
+4. score the frames, append the results row, print the progress line; ``end``.
+
+A reported error, or ``episode_timeout`` seconds without progress, fails the episode with the
+reason and the run goes on; a node leaving the graph (or a second graph on the ROS domain)
+stops the run. The run ends with summary.json, latency.json and the printed tables.
+
+The node feeds it parsed messages (``on_sim_status``, ``on_policy_status``, ``on_frames``)
+and lends it the graph (``Graph``). ``Subscriber``s hear each episode's start, statuses and
+end, as in openpi's runtime loop: latency collection here, the cue overlay in the node.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from vla_bridge import contract as C
+from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
+from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials, select_tasks
+from vla_bridge.embodiment.episode_record import EpisodeRecord, FrameRecorder
+from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, format_latency, format_table,
+                                           latency_summary, result_row, trial_key)
+
+__all__ = ["PARAMS", "EpisodeFailed", "GraphBroken", "Graph", "Subscriber", "LatencyCollector",
+           "SuiteRun"]
+
+#: the run's parameters and their defaults (the node declares them; run.json records them)
+PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_seed": 42,
+          "output": "runs/latest", "max_policy_calls": 10, "max_actions_per_call": 50,
+          "resume": True, "empty_language": False, "episode_timeout": 300.0,
+          "discovery_timeout": 60.0, "save_episodes": True,
+          # visual-cue protocols (LIBERO-VIFO): evaluation.cue_run.CueRun
+          "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
+          # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
+          # robot has no simulator, so its ghosts are projected box silhouettes)
+          "cue_render_ghosts": False}
+
+SPIN_S = 0.05  # how long one Graph.spin() waits for a message
+FRAMES_TIMEOUT_S = 10.0  # the frames still on their way after the sim's done
+
+
+class EpisodeFailed(RuntimeError):
+    """A node reported an error or went silent: the episode's row says why, the run goes on."""
+
+
+class GraphBroken(RuntimeError):
+    """A node the run depends on is gone: stop the run instead of failing every episode."""
+
+
+class Graph(Protocol):
+    """What the run needs from the node graph (the evaluator node over DDS)."""
+
+    def send(self, message: dict) -> None:
+        """Publish an episode-control message."""
+
+    def instruct(self, text: str) -> None:
+        """Publish the instruction (latched)."""
+
+    def spin(self) -> None:
+        """Handle the messages that arrived, waiting up to SPIN_S for one."""
+
+    def count_publishers(self, topic: str) -> int:
+        """How many publishers ``topic`` has (rclpy.Node's own method)."""
+
+    def count_subscribers(self, topic: str) -> int:
+        """How many subscriptions ``topic`` has (rclpy.Node's own method)."""
+
+
+class Subscriber:
+    """Hears a suite run's events (openpi's runtime subscribers); every hook is optional."""
+
+    def on_run_start(self) -> None:
+        """The graph is up, before the first trial; may raise ValueError to refuse the run."""
+
+    def on_episode_start(self, trial: Trial, cue) -> None:
+        """Before ``begin``; ``cue``: the CueSpec to draw into the images (None: none)."""
+
+    def on_status(self, source: str, status: dict) -> None:
+        """A status of the running episode from ``source`` ("sim" or "policy")."""
+
+    def row_fields(self) -> dict:
+        """Extra ``result_row`` keyword fields for an episode that reached scoring."""
+        return {}
+
+    def on_episode_end(self, trial: Trial, row: dict, run_dir: RunDirectory) -> None:
+        """The episode's row, before it is appended (a subscriber may annotate it)."""
+
+
+class LatencyCollector(Subscriber):
+    """Per policy call, the timings of its ``predicted`` status (``run_dir.call_latency``);
+    they land in the row as ``policy_latency_ms``."""
+
+    def __init__(self):
+        self.calls: list[dict] = []
+
+    def on_episode_start(self, trial: Trial, cue) -> None:
+        self.calls = []
+
+    def on_status(self, source: str, status: dict) -> None:
+        if source == "policy" and status["kind"] == C.STATUS_PREDICTED:
+            self.calls.append(call_latency(status))
+
+    def row_fields(self) -> dict:
+        return {"policy_latency_ms": self.calls}
+
+
+@dataclass
+class Episode:
+    """What the run has heard of the running episode."""
+    id: str
+    last_progress: float  # clock time of the last status or frames of this episode
+    sim_ready: bool = False
+    policy_ready: bool = False
+    start_stamp: float | None = None  # the sim's ready stamp: older frames are not this episode's
+    done: dict | None = None  # the sim's done status
+    error: str | None = None
+    batches: list = field(default_factory=list)  # frames batches, parsed after the episode
+    frame_count: int = 0
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+class SuiteRun:
+    """One suite through the graph (see the module docstring).
+
+    ``params``: PARAMS' keys; ``cues``: the run's visual-cue protocol (default: none);
+    ``log``: has ``info`` / ``error``; ``echo``: prints a console line; ``clock``: has
+    ``monotonic()`` (timeouts) and ``time_ns()`` (episode ids), by default the time module.
+    """
+
+    def __init__(self, params: dict, graph: Graph, *, cues: CueRun | None = None,
+                 subscribers=(), log=None, echo: Callable[[str], None] = _print, clock=time):
+        self.p = params
+        self.graph = graph
+        self.cues = cues if cues is not None else CueRun()
+        self.subscribers = list(subscribers)
+        self.log = log if log is not None else logging.getLogger(__name__)
+        self.echo = echo
+        self.clock = clock
+        self.episode: Episode | None = None
+
+    # ------------------------------------------------------------------ messages in
+    def on_sim_status(self, status: dict) -> None:
+        episode = self._heard("sim", status)
+        if episode is None:
+            return
+        if status["kind"] == C.STATUS_READY:
+            episode.sim_ready = True
+            episode.start_stamp = float(status["stamp"])
+        elif status["kind"] == C.STATUS_DONE:
+            episode.done = status
+        elif status["kind"] == C.STATUS_ERROR:
+            episode.error = f"sim: {status.get('message')}"
+
+    def on_policy_status(self, status: dict) -> None:
+        episode = self._heard("policy", status)
+        if episode is None:
+            return
+        if status["kind"] == C.STATUS_READY:
+            episode.policy_ready = True
+        elif status["kind"] == C.STATUS_ERROR:
+            episode.error = f"policy: {status.get('message')}"
+
+    def on_frames(self, ticks: int, parse: Callable[[], list]) -> None:
+        """A batch of ``ticks`` frames; ``parse()`` gives its [(stamp, command, WorldState)],
+        called after the episode (parsing is left out of the episode's busy time)."""
+        if self.episode is not None:
+            self.episode.batches.append(parse)
+            self.episode.frame_count += ticks
+            self.episode.last_progress = self.clock.monotonic()
+
+    def _heard(self, source: str, status: dict) -> Episode | None:
+        """The running episode if ``status`` is one of its (that counts as progress)."""
+        episode = self.episode
+        if episode is None or status.get("episode") != episode.id:
+            return None
+        episode.last_progress = self.clock.monotonic()
+        for subscriber in self.subscribers:
+            subscriber.on_status(source, status)
+        return episode
+
+    # ------------------------------------------------------------------ the graph
+    def wait_for_graph(self) -> None:
+        deadline = self.clock.monotonic() + self.p["discovery_timeout"]
+        graph = self.graph
+        while self.clock.monotonic() < deadline:
+            graph.spin()
+            if (graph.count_subscribers(C.TOPIC_EPISODE_CONTROL) >= 2
+                    and graph.count_publishers(C.TOPIC_EPISODE_STATUS) >= 1
+                    and graph.count_publishers(C.TOPIC_ACTION_CHUNK) >= 1):
+                self.check_single_graph()
+                return
+        raise GraphBroken(f"no sim and policy node appeared within "
+                          f"{self.p['discovery_timeout']:.0f} s "
+                          f"(is the graph launched on the same ROS_DOMAIN_ID?)")
+
+    def check_graph(self) -> None:
+        if self.graph.count_publishers(C.TOPIC_EPISODE_STATUS) == 0:
+            raise GraphBroken("the sim/robot node is gone (nobody publishes episode status)")
+        if self.graph.count_publishers(C.TOPIC_ACTION_CHUNK) == 0:
+            raise GraphBroken("the policy node is gone (nobody publishes action chunks)")
+        self.check_single_graph()
+
+    def check_single_graph(self) -> None:
+        """Two graphs on one ROS domain would mix their frames and observations."""
+        sims = self.graph.count_publishers(C.TOPIC_EPISODE_STATUS)
+        policies = self.graph.count_publishers(C.TOPIC_ACTION_CHUNK)
+        evaluators = self.graph.count_publishers(C.TOPIC_EPISODE_CONTROL)
+        if sims > 1 or policies > 1 or evaluators > 1:
+            raise GraphBroken(f"another graph shares ROS_DOMAIN_ID "
+                              f"{os.environ.get('ROS_DOMAIN_ID', '0')} ({sims} sim/robot nodes, "
+                              f"{policies} policy nodes, {evaluators} evaluators): give each run "
+                              "its own ROS_DOMAIN_ID")
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Spin until ``condition()``; fail on a reported error, on ``timeout`` seconds without
+        progress, or when a node the run needs has left the graph."""
+        while not condition():
+            self.graph.spin()
+            if self.episode.error:
+                raise EpisodeFailed(self.episode.error)
+            self.check_graph()
+            if self.clock.monotonic() - self.episode.last_progress > timeout:
+                raise EpisodeFailed(f"timed out after {timeout:.0f} s waiting for {what}")
+
+    # ------------------------------------------------------------------ one episode
+    def run_episode(self, trial: Trial, instruction: str) -> tuple[EpisodeRecord, dict]:
+        """Begin, start and record one episode; (record, the sim's done status)."""
+        episode_id = f"{trial_key(trial)}@{self.clock.time_ns()}"
+        episode = self.episode = Episode(episode_id, last_progress=self.clock.monotonic())
+        budget = {"max_policy_calls": self.p["max_policy_calls"],
+                  "max_actions_per_call": self.p["max_actions_per_call"]}
+        task = self.cues.begin_task(trial)  # trial.task unless a cue protocol says otherwise
+        self.graph.instruct(instruction)
+        self.send(C.CONTROL_BEGIN, task=task.to_dict(), seed=trial.seed,
+                  instruction=instruction, **budget, **self.cues.begin_fields())
+        timeout = self.p["episode_timeout"]
+        try:
+            self.wait_until(lambda: episode.sim_ready and episode.policy_ready, timeout,
+                            "sim and policy reset")
+            self.send(C.CONTROL_START)
+            self.wait_until(lambda: episode.done is not None, timeout, "the episode to finish")
+            n = episode.done["ticks"] + 1
+            self.wait_until(lambda: episode.frame_count >= n, FRAMES_TIMEOUT_S,
+                            f"all {n} recorded frames")
+            return self.build_record(episode), episode.done
+        finally:
+            self.send(C.CONTROL_END)
+            self.episode = None
+
+    def send(self, kind: str, **fields) -> None:
+        self.graph.send({"kind": kind, "episode": self.episode.id, **fields})
+
+    @staticmethod
+    def build_record(episode: Episode) -> EpisodeRecord:
+        """Frames of the episode (stamps from the sim's ready stamp on), in tick order."""
+        frames = sorted((f for parse in episode.batches for f in parse()), key=lambda f: f[0])
+        recorder = FrameRecorder()
+        for stamp, command, world in frames:
+            if stamp >= episode.start_stamp - 1e-9:
+                recorder.add(world, command)
+        return recorder.record()
+
+    def scored_row(self, run_dir: RunDirectory, trial: Trial, record: EpisodeRecord, done: dict,
+                   instruction: str, t0: float) -> dict:
+        """The results row of a finished episode. A scorer error (e.g. a task object missing
+        from the record) fails this episode with the reason, not the run; the episode file is
+        saved either way, so it can be re-scored once the scorer is fixed."""
+        fields = dict(instruction=instruction, frames=record.n, policy_calls=done["calls"])
+        for subscriber in self.subscribers:
+            fields.update(subscriber.row_fields())
+        try:
+            score = score_episode(self.cues.begin_task(trial), record)
+            row = result_row(trial, score, wall_s=self.clock.monotonic() - t0, **fields)
+        except Exception as exc:  # noqa: BLE001 - any scorer bug: record it, keep going
+            self.log.error(f"scoring {trial.task.id} failed: {exc!r}")
+            row = result_row(trial, None, status="failed", error=f"scoring failed: {exc!r}",
+                             wall_s=self.clock.monotonic() - t0, **fields)
+        row["sim_timing_s"] = done.get("timing", {})  # where the sim's wall time went
+        if self.p["save_episodes"]:
+            row["episode_file"] = run_dir.save_episode(trial, record, row)
+        return row
+
+    # ------------------------------------------------------------------ the suite
+    def trials(self) -> list[Trial]:
+        tasks = select_tasks(load_suite(), self.p["scene"], self.p["levels"], self.p["tasks"])
+        if not tasks:
+            raise ValueError("the selection matches no task")
+        return plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
+
+    def run(self) -> int:
+        """Run the suite; the exit code: 0 finished, 3 stopped (a node left the graph)."""
+        trials = self.trials()
+        run_dir = RunDirectory(self.p["output"])
+        if self.p["resume"]:  # resuming into another protocol's directory would mix metrics
+            try:
+                self.cues.check_output(run_dir.results())
+            except ValueError as exc:
+                raise ValueError(f"{run_dir.path}: {exc}") from None
+        todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]))
+        self.log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done "
+                      f"-> {run_dir.path}")
+        self.wait_for_graph()
+        for subscriber in self.subscribers:
+            subscriber.on_run_start()
+        t_run = self.clock.monotonic()
+        status = "finished"
+        try:
+            for i, trial in enumerate(todo, 1):
+                self.run_one(run_dir, trial, i, len(todo), t_run)
+        except GraphBroken as exc:
+            self.log.error(f"run stopped: {exc}")
+            status = f"stopped: {exc}"
+        return self.finish(run_dir, status)
+
+    def run_one(self, run_dir: RunDirectory, trial: Trial, i: int, total: int,
+                t_run: float) -> None:
+        instruction = "" if self.p["empty_language"] else trial.task.instruction
+        instruction, cue = self.cues.prepare(trial, instruction)  # a cue protocol's language
+        for subscriber in self.subscribers:
+            subscriber.on_episode_start(trial, cue)
+        t0 = self.clock.monotonic()
+        record = None
+        try:
+            record, done = self.run_episode(trial, instruction)
+        except EpisodeFailed as exc:
+            row = result_row(trial, None, status="failed", error=str(exc),
+                             instruction=instruction, wall_s=self.clock.monotonic() - t0)
+        else:
+            row = self.scored_row(run_dir, trial, record, done, instruction, t0)
+        self.cues.annotate(row, lambda task: score_episode(task, record).to_dict())
+        for subscriber in self.subscribers:
+            subscriber.on_episode_end(trial, row, run_dir)
+        run_dir.append(row)
+        self.echo(self.progress_line(trial, row, i, total, self.clock.monotonic() - t_run))
+
+    def progress_line(self, trial: Trial, row: dict, i: int, total: int, elapsed: float) -> str:
+        eta = elapsed / i * (total - i)
+        outcome = (f"IS {row['intent_score']:.2f} ES {row['exec_score']:.2f} "
+                   f"CR {'yes' if row['complete'] else 'no '}" if row["status"] == "ok"
+                   else f"FAILED: {row['error']}")
+        return (f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
+                f"{self.cues.outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)")
+
+    def finish(self, run_dir: RunDirectory, status: str) -> int:
+        """summary.json, latency.json, run.json's status and the printed tables."""
+        rows = run_dir.results()
+        summary, latency = summarize(rows), latency_summary(rows)
+        run_dir.finish(status, summary, latency)
+        self.echo(format_table(summary))
+        if latency:
+            self.echo(format_latency(latency))
+        table = self.cues.finish(run_dir.path, rows)
+        if table:
+            self.echo(table)
+        self.echo(f"results: {run_dir.path}")
+        return 0 if status == "finished" else 3

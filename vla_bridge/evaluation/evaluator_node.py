@@ -1,0 +1,182 @@
+"""Evaluator node: the ROS shell of ``episodes.SuiteRun``, which runs a suite of episodes over
+the node graph and scores them.
+
+The node declares the run's parameters, publishes the instruction and episode control, and
+hands the run the sim's and the policy's statuses and the recorded frames. The visual-cue
+overlay (LIBERO-VIFO) hangs off the run as a subscriber (``CueOverlayHook``).
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import time
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from std_msgs.msg import Float64MultiArray, String
+
+from vla_bridge import contract as C
+from vla_bridge.ros import messages
+from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
+                                            Subscriber, SuiteRun)
+from vla_bridge.evaluation.run_dir import RunDirectory
+from vla_bridge.benchmarks.robofollow.tasks import Trial
+
+
+class EvaluatorNode(Node):
+    """The run's Graph over DDS: ``send``, ``instruct``, ``spin`` and rclpy's publisher and
+    subscriber counts."""
+
+    def __init__(self):
+        super().__init__("evaluator_node")
+        self.p = {k: self.declare_parameter(k, v).value for k, v in PARAMS.items()}
+        q = messages.qos_profile
+        self.pub_control = self.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
+        self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
+        cues = CueRun(self.p["cue_protocol"], self.p["cue_family"], self.p["cue_variant"],
+                      self.p["cue_placement"])
+        self.cue_hook = CueOverlayHook(self, cues, self.p["cue_render_ghosts"])
+        self.suite = SuiteRun(self.p, self, cues=cues, log=self.get_logger(),
+                              subscribers=[LatencyCollector(), self.cue_hook])
+        self.create_subscription(String, C.TOPIC_EPISODE_STATUS, self.on_sim_status,
+                                 q(C.QOS_EVENTS))
+        self.create_subscription(String, C.TOPIC_POLICY_STATUS, self.on_policy_status,
+                                 q(C.QOS_EVENTS))
+        self.create_subscription(Float64MultiArray, C.TOPIC_FRAMES, self.on_frame, q(C.QOS_STATE))
+
+    # ------------------------------------------------------------------ messages in
+    def on_sim_status(self, msg: String) -> None:
+        self.suite.on_sim_status(messages.parse_json_msg(msg))
+
+    def on_policy_status(self, msg: String) -> None:
+        self.suite.on_policy_status(messages.parse_json_msg(msg))
+
+    def on_frame(self, msg: Float64MultiArray) -> None:
+        if msg.layout.dim:  # parsed after the episode
+            parse = functools.partial(messages.parse_frames, msg)
+            self.suite.on_frames(msg.layout.dim[0].size, parse)
+
+    # ------------------------------------------------------------------ the run's Graph
+    def send(self, message: dict) -> None:
+        if self.context.ok():  # not after Ctrl-C has shut the context down
+            self.pub_control.publish(messages.json_msg(message))
+
+    def instruct(self, text: str) -> None:
+        self.pub_instruction.publish(String(data=text))
+
+    def spin(self) -> None:
+        rclpy.spin_once(self, timeout_sec=SPIN_S)
+
+
+class CueOverlayHook(Subscriber):
+    """The visual-cue overlay as a run subscriber. A CueOverlay conditions the camera images
+    (raw -> contract.cued_image_topic) when the cue is drawn (cue_placement overlay; the policy
+    must then read image_source:=cued); with cue_placement scene the sim node stands the cue
+    in the scene and the images pass through."""
+    WAIT_S = 5.0  # how long to wait for the policy's subscription to the cued images
+    EXAMPLES = "cue_examples"  # raw | cued PNG per camera of the run's first cue episode
+
+    def __init__(self, node: Node, cues: CueRun, render_ghosts: bool):
+        self.node, self.cues, self.render_ghosts = node, cues, render_ghosts
+        self.overlay = None
+        self.ghosts = None  # mujoco_ghosts.MirrorGhostRenderer, made for the first F3 cue
+
+    def on_run_start(self) -> None:
+        """Attach the overlay when a protocol is on, or when someone reads the cued images
+        anyway (pass-through); a protocol that draws a cue for a policy reading raw images is
+        an error (its results would be the cue-free ones)."""
+        if self.cues.protocol:
+            self.attach()
+
+        def readers() -> int:
+            return min(self.node.count_subscribers(C.cued_image_topic(c)) for c in C.CAMERAS)
+
+        deadline = time.monotonic() + (self.WAIT_S if self.cues.protocol else 0.3)
+        found = readers()
+        while not found and time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=SPIN_S)
+            found = readers()
+        if found:
+            self.attach()  # also without a protocol: policy image_source:=cued
+        elif self.cues.needs_cued_images:
+            raise ValueError(f"cue_protocol {self.cues.protocol!r}: nobody subscribes to the cued "
+                             f"images ({C.cued_image_topic(C.CAMERAS[0])}, ...); launch the "
+                             "policy with image_source:=cued (--image_source cued)")
+
+    def attach(self) -> None:
+        if self.overlay is None:
+            from vla_bridge.evaluation.cue_overlay import CueOverlay
+            self.overlay = CueOverlay(self.node, C.CAMERAS)
+
+    def on_episode_start(self, trial: Trial, cue) -> None:
+        if self.overlay is not None:
+            self.overlay.set_cue(cue, ghost_renderer=self.ghost_renderer(cue, trial))
+
+    def ghost_renderer(self, cue, trial: Trial):
+        """For an F3 cue in a sim graph: a MuJoCo copy of the episode's scene to render the
+        ghosts on (reset as the sim node resets for the begin task)."""
+        from vla_bridge.benchmarks.vifo.families import STATE_OVERLAY
+        if cue is None or cue.mode != STATE_OVERLAY or not self.render_ghosts:
+            return None
+        if self.ghosts is None:
+            from vla_bridge.sim_nodes.mujoco_ghosts import MirrorGhostRenderer
+            self.ghosts = MirrorGhostRenderer()
+        task = self.cues.begin_task(trial)
+        self.ghosts.reset(task.scene, task.layout, trial.seed)
+        return self.ghosts
+
+    def on_episode_end(self, trial: Trial, row: dict, run_dir: RunDirectory) -> None:
+        """What the overlay drew, in row["cue"]; the run's first cued images as PNGs."""
+        if "cue" not in row or self.overlay is None or self.overlay.cue is None:
+            return
+        row["cue"]["overlay"] = self.overlay.stats.to_dict()
+        from vla_bridge.benchmarks.vifo.families import STATE_OVERLAY
+        if self.overlay.cue.mode == STATE_OVERLAY:  # F3: how its ghosts were made
+            rendered = self.overlay.conditioner.ghost_renderer is not None
+            row["cue"]["ghosts"] = "rendered" if rendered else "projected"
+        self.save_examples(run_dir, trial)
+
+    def save_examples(self, run_dir: RunDirectory, trial: Trial) -> None:
+        out = run_dir.path / self.EXAMPLES
+        snap = self.overlay.snapshot
+        if out.exists() or not snap:
+            return
+        import cv2
+        import numpy as np
+        out.mkdir(parents=True, exist_ok=True)
+        for cam, (raw, cued) in snap.items():
+            pair = np.concatenate([raw, np.full((raw.shape[0], 4, 3), 255, np.uint8), cued], axis=1)
+            cv2.imwrite(str(out / f"{trial.task.id}_r{trial.round}_{cam}.png"),
+                        cv2.cvtColor(pair, cv2.COLOR_RGB2BGR))
+
+    def close(self) -> None:
+        if self.ghosts is not None:
+            self.ghosts.close()  # its MuJoCo renderer, before the process exits
+
+
+def main(args=None) -> int:
+    messages.enable_stack_dumps()
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = EvaluatorNode()
+        return node.suite.run()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        print("evaluator_node: interrupted; finished episodes are kept in results.jsonl",
+              file=sys.stderr)
+        return 130
+    except (ValueError, FileExistsError, FileNotFoundError, GraphBroken) as exc:
+        print(f"evaluator_node: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if node is not None:
+            node.cue_hook.close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

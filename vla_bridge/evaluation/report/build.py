@@ -1,0 +1,150 @@
+"""Putting the report together: the options, ``build_report`` (every table and section as
+one JSON-able dict, plots and videos written when asked) and ``write_report`` (report.md
+and report.json into the run directory)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vla_bridge.evaluation.report.common import ReportError, load_rows, load_run_info
+from vla_bridge.evaluation.report.markdown import format_markdown
+from vla_bridge.evaluation.report.paper import beside_paper, load_paper, paper_model
+from vla_bridge.evaluation.report.plots import plot_levels
+from vla_bridge.evaluation.report.sections import cue_table, intact_rates
+from vla_bridge.evaluation.report.tables import (DEFAULT_BOOT, DEFAULT_CONFIDENCE, DEFAULT_SEED,
+                                                 compare_runs, results_table)
+from vla_bridge.evaluation.report.videos import VIDEO_CAMERA, render_videos
+from vla_bridge.evaluation.run_dir import latency_summary
+
+
+@dataclass
+class ReportOptions:
+    paper_model: str | None = None
+    plots: bool = False
+    videos: int = 0
+    compare: str | Path | None = None
+    n_boot: int = DEFAULT_BOOT
+    seed: int = DEFAULT_SEED
+    confidence: float = DEFAULT_CONFIDENCE
+    video_stride: int = 2
+    video_fps: float | None = None
+    video_format: str = "mp4"
+    camera: str = VIDEO_CAMERA
+    video_view: str | None = None  # "cued" | "raw" | "both"; None: cued if the episode had a cue
+    paper_file: str | Path | None = None
+    progress_stream: Any = field(default=None, repr=False)
+
+
+def _empty_language(info: dict) -> bool | None:
+    value = (info.get("arguments") or {}).get("empty_language")
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes")
+    return None if value is None else bool(value)
+
+
+def _header(run_dir: Path, info: dict, opts: ReportOptions) -> dict[str, Any]:
+    """The report's first fields: the run, its run.json, the units and the method."""
+    return {
+        "run_dir": str(run_dir), "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "run": {"status": info.get("status"), "started": info.get("started"),
+                "finished": info.get("finished"), "arguments": info.get("arguments", {}),
+                "versions": info.get("versions", {})},
+        "units": "percent",
+        "method": {"point": "summary.json's: mean IS/ES over episodes, task-macro CR",
+                   "interval": "percentile bootstrap over tasks, stratified by scene/level",
+                   "n_boot": opts.n_boot, "seed": opts.seed, "confidence": opts.confidence},
+        "errors": [],
+    }
+
+
+def _compare(report: dict, run_dir: Path, info: dict, rows: list[dict], table: dict,
+             paper: dict | None, opts: ReportOptions) -> tuple[dict | None, dict]:
+    """Fill report["compare"] (the empty-language drop); returns the tables the plots show:
+    (the empty-language run's, ours: the normal run's)."""
+    other = Path(opts.compare)
+    other_rows = load_rows(other)
+    if not other_rows:
+        raise ReportError(f"{other}: no results to compare with")
+    flags = (_empty_language(info), _empty_language(load_run_info(other)))
+    normal, empty, normal_rows, empty_rows = run_dir, other, rows, other_rows
+    note = ""
+    if flags[0] is True and flags[1] is not True:
+        normal, empty, normal_rows, empty_rows = other, run_dir, other_rows, rows
+        note = f"{run_dir} is the empty-language run; roles swapped"
+    elif flags[1] is not True:
+        note = (f"{other} is not marked empty_language in its run.json; "
+                "treated as the empty-language run anyway")
+    groups = compare_runs(normal_rows, empty_rows, opts.n_boot, opts.seed, opts.confidence, paper)
+    report["compare"] = {"normal_run": str(normal), "empty_run": str(empty), "note": note,
+                         "groups": groups}
+    if not groups:
+        report["errors"].append(f"compare: no task in common between {normal} and {empty}")
+    if empty == run_dir:  # the plots show the normal run as "ours", this one dotted
+        return table, results_table(normal_rows, opts.n_boot, opts.seed, opts.confidence)
+    return results_table(empty_rows, opts.n_boot, opts.seed, opts.confidence), table
+
+
+def _plots(report: dict, run_dir: Path, table: dict, empty_table: dict | None,
+           paper: dict | None, opts: ReportOptions) -> None:
+    try:
+        entry = paper_model(paper, opts.paper_model) if opts.paper_model else None
+        paths = plot_levels(table, run_dir / "plots", entry, empty_table, run_dir.name)
+        report["plots"] = [str(p.relative_to(run_dir)) for p in paths]
+    except Exception as exc:
+        report["errors"].append(f"plots: {type(exc).__name__}: {exc}")
+
+
+def _videos(report: dict, run_dir: Path, rows: list[dict], opts: ReportOptions) -> None:
+    videos, errors = render_videos(run_dir, rows, opts.videos, stride=opts.video_stride,
+                                   fps=opts.video_fps, fmt=opts.video_format,
+                                   camera=opts.camera, stream=opts.progress_stream,
+                                   view=opts.video_view)
+    report["videos"] = [asdict(v) for v in videos]
+    report["errors"] += [f"videos: {e}" for e in errors]
+
+
+def build_report(run_dir: str | Path, options: ReportOptions | None = None, **kwargs) -> dict:
+    """Everything the report shows, as one JSON-able dict (percent units). Writes plots and
+    videos when asked (into the run directory), not report.md/json (see write_report)."""
+    opts = options or ReportOptions(**kwargs)
+    run_dir = Path(run_dir)
+    rows = load_rows(run_dir)
+    if not rows:
+        raise ReportError(f"{run_dir}: no results (results.jsonl missing or empty)")
+    info = load_run_info(run_dir)
+    report = _header(run_dir, info, opts)
+    table = results_table(rows, opts.n_boot, opts.seed, opts.confidence)
+    report["groups"] = table
+    paper = load_paper(opts.paper_file) if opts.paper_model or opts.compare else None
+    report["paper"] = (beside_paper(table, paper_model(paper, opts.paper_model))
+                       if opts.paper_model else None)
+    report["intact"] = intact_rates(run_dir, rows)
+    report["policy_latency"] = latency_summary(rows)
+    report["cues"] = cue_table(rows)
+
+    empty_table, table_for_plot = None, table
+    report["compare"] = None
+    if opts.compare:
+        empty_table, table_for_plot = _compare(report, run_dir, info, rows, table, paper, opts)
+    report["plots"] = []
+    if opts.plots:
+        _plots(report, run_dir, table_for_plot, empty_table, paper, opts)
+    report["videos"] = []
+    if opts.videos > 0:
+        _videos(report, run_dir, rows, opts)
+    return report
+
+
+def write_report(report: dict, run_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """report.md and report.json into the run directory (atomic replace)."""
+    run_dir = Path(run_dir or report["run_dir"])
+    md, js = run_dir / "report.md", run_dir / "report.json"
+    for path, text in ((md, format_markdown(report)),
+                       (js, json.dumps(report, indent=1, ensure_ascii=False, default=str))):
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text + "\n", encoding="utf-8")
+        tmp.replace(path)
+    return md, js

@@ -1,0 +1,220 @@
+"""The report as text: ``report.md`` (one Markdown section per part of the report dict) and
+the short table ``vla-bridge report`` prints on the terminal."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from vla_bridge.evaluation.report.common import LEVELS, METRICS, group_key
+
+RUN_ARGUMENTS = ("policy", "scene", "levels", "tasks", "rounds", "base_seed", "lock_step",
+                 "empty_language")  # the run.json arguments the header names
+
+
+def _fmt(v: float | None, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _fmt_ci(cell: Mapping) -> str:
+    if cell.get("lo") is None:
+        return f"{_fmt(cell['value'])} (n/a)"
+    return f"{_fmt(cell['value'])} [{_fmt(cell['lo'])}, {_fmt(cell['hi'])}]"
+
+
+def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return lines
+
+
+# =============================================================================== sections
+
+def _header(report: dict) -> list[str]:
+    run, total = report["run"], report["groups"]["all"]
+    args = run.get("arguments") or {}
+    out = [f"# Run report: {Path(report['run_dir']).name}", ""]
+    out.append(f"- run directory: `{report['run_dir']}`; status: {run.get('status') or 'unknown'}"
+               f"; generated {report['generated']}")
+    if args:
+        out.append("- arguments: " + ", ".join(f"{k}={args[k]}" for k in RUN_ARGUMENTS
+                                               if k in args and args[k] != ""))
+    failed = f", {total['n_failed']} failed (scored 0)" if total["n_failed"] else ""
+    out.append(f"- {total['n_episodes']} episodes of {total['n_tasks']} tasks{failed}")
+    return out + [""]
+
+
+def _table1(report: dict) -> list[str]:
+    """Table-1 style: per scene, rows ours / paper, columns level x metric."""
+    table, paper = report["groups"], report.get("paper")
+    out = ["## Table 1 (percent)", ""]
+    scenes = sorted({v["scene"] for g, v in table.items() if g != "all"})
+    for scene in scenes:
+        levels = [lv for lv in LEVELS if group_key(scene, lv) in table]
+        header = [scene] + [f"{lv} {m}" for lv in levels for m in METRICS]
+        rows = [["ours"] + [_fmt(table[group_key(scene, lv)][m]["value"])
+                            for lv in levels for m in METRICS]]
+        if paper:
+            rows.append([f"paper {paper['model']}"] +
+                        [_fmt(paper["cells"].get(group_key(scene, lv), {}).get(m))
+                         for lv in levels for m in METRICS])
+        out += _md_table(header, rows) + [""]
+    return out
+
+
+def _paper_columns(paper: dict, group: str) -> list[str]:
+    cell = paper["cells"].get(group)
+    outside = paper["outside_ci"].get(group)
+    return [" / ".join(_fmt(cell[m]) for m in METRICS) if cell else "–",
+            "–" if not cell else "n/a" if outside is None else ", ".join(outside) or "none"]
+
+
+def _intervals(report: dict) -> list[str]:
+    paper, m = report.get("paper"), report["method"]
+    out = ["## Per scene/level with 95% intervals", ""]
+    header = ["group", "episodes", "tasks", "IS %", "ES %", "CR %", "CR micro %", "IS full %",
+              "ES full %"]
+    if paper:
+        header += [f"paper {paper['model']} IS / ES / CR", "paper outside our CI"]
+    rows = []
+    for group, v in report["groups"].items():
+        row = [group, v["n_episodes"], v["n_tasks"], _fmt_ci(v["IS"]), _fmt_ci(v["ES"]),
+               _fmt_ci(v["CR"]), _fmt(v["CR_episode_micro"]), _fmt(v["IS_full_rate"]),
+               _fmt(v["ES_full_rate"])]
+        rows.append(row + (_paper_columns(paper, group) if paper else []))
+    out += _md_table(header, rows)
+    return out + ["", f"Intervals: {int(m['confidence'] * 100)}% percentile bootstrap over tasks "
+                  f"(stratified by scene/level, {m['n_boot']} replicates, seed {m['seed']}); CR is "
+                  "task-macro (RoboFollow's), \"CR micro\" the plain episode rate. "
+                  "(n/a): fewer than 2 tasks.", ""]
+
+
+def _intact(report: dict) -> list[str]:
+    intact = report.get("intact")
+    if not intact:
+        return []
+    out = ["## INT-ACT rates (re-scored from the episode files)", ""]
+    header = ["group", "episodes", "intention %", "grasp %", "task success %", "wrong object %",
+              "intention-action gap"]
+    rows = [[g, v["n_episodes"], _fmt(v["intention_correct_rate"]), _fmt(v["grasp_success_rate"]),
+             _fmt(v["task_success_rate"]), _fmt(v["wrong_object_attempt_rate"]),
+             _fmt(v["intention_action_gap"])] for g, v in intact["groups"].items()]
+    out += _md_table(header, rows)
+    if intact["n_without_file"]:
+        out.append(f"\n{intact['n_without_file']} episode(s) have no episode file and are not "
+                   "included.")
+    out += [f"- could not re-score {e}" for e in intact["errors"]]
+    return out + [""]
+
+
+def _cues(report: dict) -> list[str]:
+    cues = report.get("cues")
+    if not cues:
+        return []
+    from vla_bridge.benchmarks.vifo.protocols import FAMILY_LABELS
+    from vla_bridge.benchmarks.vifo.protocols import METRICS as CUE_METRICS
+    out = ["## Visual-cue protocols (LIBERO-VIFO Table 2 style, percent)", ""]
+    fams = sorted(cues["by_family"])
+    header = ["metric"] + [FAMILY_LABELS.get(f, f) for f in fams] + ["Avg.", "All"]
+    out += _md_table(header, [[label] + [_fmt(cues["by_family"][f].get(key)) for f in fams]
+                              + [_fmt(cues["average"].get(key)), _fmt(cues["overall"].get(key))]
+                              for key, label in CUE_METRICS])
+    counts = ", ".join(f"{p or 'none'} {c['episodes']} ({c['failed']} failed)"
+                       for p, c in cues["episodes"].items())
+    return out + ["", f"Episodes per protocol: {counts}. Avg. is the mean over families, All "
+                  "pools every episode; a failed episode counts as not completed.", ""]
+
+
+def _latency(report: dict) -> list[str]:
+    latency = report.get("policy_latency")
+    if not latency:
+        return []
+    out = ["## Policy latency per call (ms)", "",
+           "inference: the backend's predict call; overhead: the policy node's own share "
+           "(observation assembly, validation, scheduling, publishing); the rest is the "
+           "node's breakdown (`latency_ms`).", ""]
+    return out + _md_table(["timing", "calls", "mean", "p50", "p95", "max"],
+                           [[k, m["calls"], f"{m['mean']:.3f}", f"{m['p50']:.3f}",
+                             f"{m['p95']:.3f}", f"{m['max']:.3f}"]
+                            for k, m in latency.items()]) + [""]
+
+
+def _drop_cell(cell: Mapping) -> str:
+    if cell["lo"] is None:
+        return f"{_fmt(cell['drop'])} (n/a)"
+    return f"{_fmt(cell['drop'])} [{_fmt(cell['lo'])}, {_fmt(cell['hi'])}]"
+
+
+def _compare(report: dict) -> list[str]:
+    compare = report.get("compare")
+    if not compare:
+        return []
+    note = f" ({compare['note']})" if compare["note"] else ""
+    out = ["## Empty language: drop (normal - empty), percent points", "",
+           f"normal: `{compare['normal_run']}`, empty language: `{compare['empty_run']}`" + note,
+           ""]
+    header = (["group", "tasks"] + [f"{m} normal / empty" for m in METRICS]
+              + [f"{m} drop [95% CI]" for m in METRICS] + ["paper π₀.₅ drop IS / ES / CR"])
+    rows = []
+    for g, v in compare["groups"].items():
+        pd = v.get("paper_drop")
+        rows.append([g, v["n_tasks"]]
+                    + [f"{_fmt(v[m]['normal'])} / {_fmt(v[m]['empty'])}" for m in METRICS]
+                    + [_drop_cell(v[m]) for m in METRICS]
+                    + [" / ".join(_fmt(pd[m]) for m in METRICS) if pd else "–"])
+    return out + _md_table(header, rows) + [""]
+
+
+def _plots(report: dict) -> list[str]:
+    if not report.get("plots"):
+        return []
+    return ["## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in report["plots"]] + [""]
+
+
+def _video_row(v: Mapping) -> list[str]:
+    return [v["episode"], f"[{Path(v['path']).name}]({v['path']})",
+            v.get("view", "raw") + (f" (cue: {v['cue']})" if v.get("cue") else ""),
+            f"{v['frames']} ({v['episode_frames']})", f"{v['width']}x{v['height']}",
+            f"{v['render_s']:.1f}", f"{v['max_tcp_drift_m']:.1e}", v["note"] or ""]
+
+
+def _videos(report: dict) -> list[str]:
+    if not report.get("videos"):
+        return []
+    header = ["episode", "video", "view", "frames (of episode)", "size", "render s",
+              "replay drift m", "note"]
+    return (["## Videos", ""] + _md_table(header, [_video_row(v) for v in report["videos"]])
+            + [""])
+
+
+def _problems(report: dict) -> list[str]:
+    if not report.get("errors"):
+        return []
+    return ["## Problems", ""] + [f"- {e}" for e in report["errors"]] + [""]
+
+
+_SECTIONS = (_header, _table1, _intervals, _intact, _cues, _latency, _compare, _plots, _videos,
+            _problems)
+
+
+# =============================================================================== documents
+
+def format_markdown(report: dict) -> str:
+    """report.md: every section the report dict has, in a fixed order."""
+    return "\n".join(line for section in _SECTIONS for line in section(report))
+
+
+def format_console(report: dict) -> str:
+    """A short plain-text table for the terminal."""
+    paper = report.get("paper")
+    head = (f"{'group':<12}{'eps':>5}{'tasks':>6}  "
+            + "".join(f"{m + ' % [95% CI]':<22}" for m in METRICS))
+    if paper:
+        head += f"paper {paper['model']} IS/ES/CR"
+    lines = [head, "-" * len(head)]
+    for group, v in report["groups"].items():
+        line = (f"{group:<12}{v['n_episodes']:>5}{v['n_tasks']:>6}  " +
+                "".join(f"{_fmt_ci(v[m]):<22}" for m in METRICS))
+        if paper and group in paper["cells"]:
+            line += " / ".join(_fmt(paper["cells"][group][m]) for m in METRICS)
+        lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,187 @@
+"""Evaluation bookkeeping, independent of ROS: the run directory (run.json, results.jsonl,
+summary.json), resume, per-episode result rows and the printed per-level table.
+
+A run directory never loses a finished episode: each result is appended and flushed as one
+JSON line the moment it is scored, and a rerun with the same output skips what is there.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from vla_bridge import __version__
+from vla_bridge.benchmarks.robofollow.tasks import Trial
+
+
+def trial_key(trial: Trial) -> str:
+    """Unique name of one (task, round) in a run directory."""
+    return f"{trial.task.scene}/{trial.task.id}/r{trial.round}"
+
+
+def package_versions() -> dict:
+    versions = {"vla_bridge": __version__, "python": platform.python_version()}
+    for name in ("numpy", "mujoco", "rclpy"):
+        module = sys.modules.get(name)
+        if module is None:
+            try:
+                module = __import__(name)
+            except ImportError:
+                continue
+        versions[name] = getattr(module, "__version__", "unknown")
+    versions["rmw"] = os.environ.get("RMW_IMPLEMENTATION", "default")
+    return versions
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Every complete JSON line of an append-only file (none if it does not exist); a line
+    torn by a crash mid-write is skipped, so what was written before it is never lost."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+class RunDirectory:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.results_path = self.path / "results.jsonl"
+        self.run_path = self.path / "run.json"
+        self.summary_path = self.path / "summary.json"
+
+    # ------------------------------------------------------------------ reading
+    def results(self) -> list[dict]:
+        """Every complete line of results.jsonl (a torn last line from a crash is ignored)."""
+        return read_jsonl(self.results_path)
+
+    def finished_keys(self) -> set[str]:
+        return {row["key"] for row in self.results()}
+
+    # ------------------------------------------------------------------ writing
+    def start(self, arguments: dict, trials: list[Trial], resume: bool) -> list[Trial]:
+        """Create/reuse the directory; return the trials still to run."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not resume and self.results_path.exists() and self.results_path.stat().st_size:
+            raise FileExistsError(f"{self.results_path} already holds results; pass resume:=true "
+                                  "to continue that run or choose another output directory")
+        done = self.finished_keys() if resume else set()
+        self._write_json(self.run_path, {
+            "arguments": arguments, "versions": package_versions(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running",
+            "trials": [{"key": trial_key(t), "task": t.task.id, "round": t.round, "seed": t.seed}
+                       for t in trials],
+            "resumed_with": len(done),
+        })
+        return [t for t in trials if trial_key(t) not in done]
+
+    def save_episode(self, trial: Trial, record, row: dict) -> str:
+        """episodes/<task>_r<round>.npz with the frames (re-scoring, replay videos); returns
+        its path relative to the run directory."""
+        from vla_bridge.embodiment.episode_record import save_episode
+        relative = Path("episodes") / trial.task.scene / f"{trial.task.id}_r{trial.round}.npz"
+        (self.path / relative).parent.mkdir(parents=True, exist_ok=True)
+        meta = {k: row[k] for k in ("key", "task_id", "scene", "level", "round", "seed", "instruction")}
+        meta.update(layout=trial.task.layout, intent_score=row.get("intent_score"),
+                    exec_score=row.get("exec_score"), complete=row.get("complete"))
+        save_episode(self.path / relative, record, meta)
+        return str(relative)
+
+    def append(self, row: dict) -> None:
+        with open(self.results_path, "a") as f:
+            f.write(json.dumps(row, separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def finish(self, status: str, summary: dict, latency: dict | None = None) -> None:
+        self._write_json(self.summary_path, summary)
+        if latency:
+            self._write_json(self.path / LATENCY_FILE, latency)
+        run = json.loads(self.run_path.read_text())
+        run.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        self._write_json(self.run_path, run)
+
+    @staticmethod
+    def _write_json(path: Path, payload: dict) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload, indent=1))
+        tmp.replace(path)  # atomic: a crash never leaves half a file
+
+
+#: per-call policy timings kept per episode (ms): the backend's whole predict call, the
+#: node's own share, and the breakdown of the node's ``latency_ms`` status field
+LATENCY_KEYS = ("inference", "overhead", "preprocess", "postprocess", "transport")
+LATENCY_FILE = "latency.json"
+
+
+def call_latency(status: dict) -> dict[str, float]:
+    """One ``predicted`` policy status -> {LATENCY_KEYS...} in ms (missing keys left out)."""
+    out = {"inference": status.get("inference_ms"), "overhead": status.get("overhead_ms")}
+    out.update({k: v for k, v in (status.get("latency_ms") or {}).items() if k != "inference"})
+    return {k: round(float(out[k]), 4) for k in LATENCY_KEYS if out.get(k) is not None}
+
+
+def result_row(trial: Trial, score=None, *, status: str = "ok", error: str | None = None,
+               instruction: str = "", wall_s: float = 0.0, frames: int = 0,
+               policy_calls: int = 0, policy_latency_ms: list[dict] | None = None) -> dict:
+    """One results.jsonl line. A failed episode (node error, timeout) scores zero.
+    ``policy_latency_ms``: per call, ``call_latency`` of its status (kept as per-key lists)."""
+    task = trial.task
+    row = {"key": trial_key(trial), "task_id": task.id, "scene": task.scene, "level": task.level,
+           "round": trial.round, "seed": trial.seed, "arm": task.arm, "action": task.action,
+           "instruction": instruction, "status": status, "error": error,
+           "frames": frames, "policy_calls": policy_calls, "wall_s": round(wall_s, 3)}
+    if policy_latency_ms:
+        per_key = {k: [c[k] for c in policy_latency_ms if k in c] for k in LATENCY_KEYS}
+        row["policy_latency_ms"] = {k: v for k, v in per_key.items() if v}
+        inference = per_key["inference"]
+        if inference:
+            row["policy_latency_ms_mean"] = round(sum(inference) / len(inference), 3)
+    if score is not None:
+        row.update(score.to_dict())
+    else:
+        row.update(intent_score=0.0, exec_score=0.0, complete=False, stages=[])
+    row["task_id"], row["scene"], row["level"] = task.id, task.scene, task.level
+    return row
+
+
+def latency_summary(rows) -> dict:
+    """Per-call policy timings over a run's episodes: for each of LATENCY_KEYS, the number of
+    calls and mean / p50 / p95 / max in ms ({} when no row has any)."""
+    import numpy as np
+    out = {}
+    for key in LATENCY_KEYS:
+        values = [v for row in rows for v in (row.get("policy_latency_ms") or {}).get(key, [])]
+        if values:
+            a = np.asarray(values, float)
+            out[key] = {"calls": int(a.size), "mean": round(float(a.mean()), 3),
+                        "p50": round(float(np.percentile(a, 50)), 3),
+                        "p95": round(float(np.percentile(a, 95)), 3),
+                        "max": round(float(a.max()), 3)}
+    return out
+
+
+def format_latency(summary: dict) -> str:
+    """One line per timing: 'inference  p50 12.3 ms  p95 15.0 ms  max 20.1 ms  (100 calls)'."""
+    return "\n".join(f"policy {key:<12} p50 {m['p50']:8.3f} ms  p95 {m['p95']:8.3f} ms  "
+                     f"max {m['max']:8.3f} ms  ({m['calls']} calls)" for key, m in summary.items())
+
+
+def format_table(summary: dict) -> str:
+    """Per-level table of mean IS / ES / CR (percent), as RoboFollow's Table 1 reports them."""
+    head = f"{'group':<14}{'episodes':>9}{'tasks':>7}{'IS %':>8}{'ES %':>8}{'CR %':>8}{'IS full':>9}{'ES full':>9}"
+    lines = [head, "-" * len(head)]
+    for group, m in summary.items():
+        lines.append(f"{group:<14}{m['n_episodes']:>9}{m['n_tasks']:>7}"
+                     f"{100 * m['mean_intent_score']:>8.1f}{100 * m['mean_exec_score']:>8.1f}"
+                     f"{100 * m['completion_rate']:>8.1f}{100 * m['intent_full_rate']:>9.1f}"
+                     f"{100 * m['exec_full_rate']:>9.1f}")
+    return "\n".join(lines)

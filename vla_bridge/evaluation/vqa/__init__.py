@@ -1,0 +1,43 @@
+"""LIBERO-VIFO Part I-A: cue understanding by visual question answering.
+
+Pure logic (numpy / OpenCV; MuJoCo is imported only when ``run_vqa`` builds its simulator),
+no rclpy. For every selected task x cue (family, variant) x seed, ``run_vqa``
+
+1. resets the MuJoCo scene for the task's layout and seed and renders one camera,
+2. builds the task's cue exactly as the evaluator does for the closed-loop protocols
+   (``protocols.build_cue(task, family, variant, seed)``) and inserts it with the live world
+   state and camera model (F3 ghosts: the source object re-rendered at 4 future poses),
+3. asks a ``VqaBackend`` the four multiple-choice questions of ``insertion.vqa_questions``
+   (detection, semantics, grounding, decision),
+
+and writes to the output directory:
+
+* ``vqa_results.jsonl``: one row per question (appended; a rerun skips the instances whose
+  four rows are there, so an interrupted run resumes and nothing is lost);
+* ``vqa_examples/<family>_<variant>_<task>_s<seed>.png``: the cued image of the first
+  instance of each family;
+* ``vqa_metrics.json`` and ``vqa_table.txt``: accuracy per stage and Full-Chain Accuracy
+  (FCA: an instance counts only when all four answers are right), per family and overall.
+
+Backends are named by a spec string like the policy registry: ``random``, ``random?seed=3``,
+``http?url=http://host:8000/vqa&timeout=30``, ``oracle``, or ``package.module:Class?k=v``.
+
+Modules: ``backends`` (the backends and their specs), ``instances`` (task x cue x seed and
+the cued render), ``results`` (the output files, accuracy and FCA), ``runner`` (asking,
+``run_vqa``).
+"""
+from vla_bridge.evaluation.vqa.backends import (VQA_BACKENDS, HttpVqa, OracleVqa, RandomVqa,
+                                                VqaBackend, VqaBackendUnavailable, encode_png,
+                                                make_vqa_backend)
+from vla_bridge.evaluation.vqa.instances import VqaInstance, parse_cues, plan_instances
+from vla_bridge.evaluation.vqa.results import (EXAMPLES_DIR, METRICS_FILE, RESULTS_FILE,
+                                               TABLE_FILE, format_vqa_table, read_rows,
+                                               vqa_metrics)
+from vla_bridge.evaluation.vqa.runner import run_vqa
+
+__all__ = [
+    "VqaBackend", "RandomVqa", "OracleVqa", "HttpVqa", "VqaBackendUnavailable", "VQA_BACKENDS",
+    "make_vqa_backend", "parse_cues", "VqaInstance", "plan_instances", "run_vqa", "vqa_metrics",
+    "format_vqa_table", "read_rows", "encode_png", "RESULTS_FILE", "METRICS_FILE", "TABLE_FILE",
+    "EXAMPLES_DIR",
+]

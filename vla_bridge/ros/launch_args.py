@@ -1,0 +1,326 @@
+"""Node graphs and their launch arguments, as pure data (no launch/rclpy imports).
+
+One table per graph is read by both launchers, so they can never drift apart:
+* launch/robofollow_sim.launch.py (real ROS 2 launch, for a ROS 2 install), and
+* vla_bridge.ros.launcher (`vla-bridge launch robofollow_sim ...`, for the PyPI wheels).
+
+An argument either sets node parameters (`sets`: "node.param" strings) or chooses the Python
+interpreter of a node (`NodeSpec.python_arg`; empty = the launcher's own interpreter), so a
+node can run from another virtualenv (e.g. LIBERO needs mujoco 3.3.7).
+
+Argument defaults equal the values in the graph's params file (a test checks it), so
+launching without arguments gives exactly the params file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vla_bridge import contract
+
+PACKAGE = "vla_bridge"
+
+# Parameter types an argument may carry; launchers render values as typed YAML, so a
+# string parameter such as `tasks` stays a string even when the value looks like a number.
+ARG_TYPES = ("str", "int", "float", "bool")
+
+
+@dataclass(frozen=True)
+class LaunchArg:
+    name: str
+    default: str  # as typed on a command line
+    description: str
+    type: str = "str"  # one of ARG_TYPES: the type of the parameters it sets
+    sets: tuple[str, ...] = ()  # "node.param" targets; empty for interpreter arguments
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str  # ROS node name (also the key in the params file)
+    module: str  # run as `python -m module`; also the console script's module
+    executable: str  # console script installed in lib/vla_bridge (for launch_ros)
+    python_arg: str | None = None  # launch argument naming this node's interpreter
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    name: str
+    params_file: str  # relative to the package share dir (or the source tree)
+    nodes: tuple[NodeSpec, ...]
+    args: tuple[LaunchArg, ...]
+    end_node: str  # when it exits, the whole graph stops and its exit code is the result
+    description: str = ""
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for every node
+
+    def node(self, name: str) -> NodeSpec:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"graph {self.name!r} has no node {name!r}; nodes: "
+                       f"{[n.name for n in self.nodes]}")
+
+    def arg(self, name: str) -> LaunchArg:
+        for arg in self.args:
+            if arg.name == name:
+                return arg
+        raise KeyError(name)
+
+    def arg_names(self) -> list[str]:
+        return [a.name for a in self.args]
+
+
+FASTDDS_PROFILE = "config/fastdds_profile.xml"  # relative to the share dir
+
+# Chunk execution of the policy node (docs/policies.md), the same in both graphs.
+CHUNK_EXECUTION_ARGS = (
+    LaunchArg("action_horizon", "50", "actions of each chunk the policy node publishes",
+              type="int", sets=("policy_node.action_horizon",)),
+    LaunchArg("temporal_ensemble", "false",
+              "ACT temporal ensembling of overlapping chunks (needs action_horizon < chunk_size)",
+              type="bool", sets=("policy_node.temporal_ensemble",)),
+    LaunchArg("async_inference", "false",
+              "predict the next chunk while the current one executes and splice them",
+              type="bool", sets=("policy_node.async_inference",)),
+)
+
+SIM = NodeSpec("sim_node", "vla_bridge.sim_nodes.sim_node", "sim_node", python_arg="sim_python")
+POLICY = NodeSpec("policy_node", "vla_bridge.policy_nodes.policy_node", "policy_node",
+                  python_arg="policy_python")
+EVALUATOR = NodeSpec("evaluator_node", "vla_bridge.evaluation.evaluator_node", "evaluator_node")
+
+ROBOFOLLOW_SIM = GraphSpec(
+    name="robofollow_sim",
+    description="RoboFollow in simulation: sim node, policy node, evaluator (lock-step).",
+    params_file="config/robofollow_sim.yaml",
+    nodes=(SIM, POLICY, EVALUATOR),
+    end_node="evaluator_node",
+    args=(
+        LaunchArg("scene", "scene1", "RoboFollow scene (scene1..scene4)",
+                  sets=("sim_node.scene", "evaluator_node.scene")),
+        LaunchArg("levels", "L0", "comma-separated instruction levels, e.g. L0,L1",
+                  sets=("evaluator_node.levels",)),
+        LaunchArg("tasks", "",
+                  "comma-separated task ids; they override scene/levels (empty = by levels)",
+                  sets=("evaluator_node.tasks",)),
+        LaunchArg("rounds", "1", "episodes per task", type="int",
+                  sets=("evaluator_node.rounds",)),
+        LaunchArg("seed", "42", "base seed of the episodes", type="int",
+                  sets=("evaluator_node.base_seed",)),
+        LaunchArg("output", "runs/latest", "run directory (results, summary, report)",
+                  sets=("evaluator_node.output",)),
+        LaunchArg("policy", "oracle", "policy backend of the policy node",
+                  sets=("policy_node.backend",)),
+        LaunchArg("lock_step", "true", "advance the sim only when the action has arrived",
+                  type="bool", sets=("sim_node.lock_step",)),
+        LaunchArg("resume", "true", "skip episodes already in the output's results.jsonl",
+                  type="bool", sets=("evaluator_node.resume",)),
+        LaunchArg("empty_language", "false", "withhold the instruction (empty-language control)",
+                  type="bool", sets=("evaluator_node.empty_language",)),
+        LaunchArg("max_policy_calls", "10", "policy calls per episode", type="int",
+                  sets=("evaluator_node.max_policy_calls",)),
+        LaunchArg("max_actions_per_call", "50", "actions executed per policy call", type="int",
+                  sets=("evaluator_node.max_actions_per_call",)),
+        LaunchArg("chunk_size", "50", "actions the policy returns per call", type="int",
+                  sets=("policy_node.chunk_size",)),
+        *CHUNK_EXECUTION_ARGS,
+        LaunchArg("episode_timeout", "300.0", "seconds without progress before an episode fails",
+                  type="float", sets=("evaluator_node.episode_timeout",)),
+        LaunchArg("cue_protocol", "",
+                  "visual-cue protocol: '' (off), original, authorized, conflict, no_language "
+                  "(needs image_source cued)", sets=("evaluator_node.cue_protocol",)),
+        LaunchArg("cue_family", "", "visual-cue family F1..F8 (or text, geometric, ...)",
+                  sets=("evaluator_node.cue_family",)),
+        LaunchArg("cue_variant", "", "variant of the cue family (empty = the family's default)",
+                  sets=("evaluator_node.cue_variant",)),
+        LaunchArg("cue_render_ghosts", "true",
+                  "F3 ghosts rendered by MuJoCo on a copy of the scene (false: projected boxes)",
+                  type="bool", sets=("evaluator_node.cue_render_ghosts",)),
+        LaunchArg("cue_placement", "overlay",
+                  "where the cue appears: overlay (drawn into the policy's images) or scene (a "
+                  "card standing in the sim's workspace; F1, F6, F8)",
+                  sets=("evaluator_node.cue_placement",)),
+        LaunchArg("image_source", "raw",
+                  "images the policy reads: raw, or cued (the evaluator's cue overlay)",
+                  sets=("policy_node.image_source",)),
+        LaunchArg("oracle_follow", "language",
+                  "task the oracle plans under a cue protocol: language or cue",
+                  sets=("policy_node.follow",)),
+        LaunchArg("sim_python", "", "Python interpreter of the sim node (empty = this one)"),
+        LaunchArg("policy_python", "",
+                  "Python interpreter of the policy node (empty = this one)"),
+    ),
+)
+
+GRAPHS: dict[str, GraphSpec] = {ROBOFOLLOW_SIM.name: ROBOFOLLOW_SIM}
+
+
+def get_graph(name: str) -> GraphSpec:
+    """The graph called `name` (a launch file's name without .launch.py also works)."""
+    key = name.removesuffix(".launch.py")
+    if key not in GRAPHS:
+        raise KeyError(f"unknown graph {name!r}; known graphs: {sorted(GRAPHS)}")
+    return GRAPHS[key]
+
+# ============================================================================== real hardware
+# The real-robot graph, and "sim or hardware is a launch argument" for the sim graph. Kept in
+# one block at the end of the table so the rows above can grow independently.
+
+#: The PiPER node's episode status goes to its own topic; the tracker node relays the full
+#: protocol on the contract's (see contract.TOPIC_ROBOT_EPISODE_STATUS).
+ROBOT_STATUS_TOPIC = contract.TOPIC_ROBOT_EPISODE_STATUS
+EPISODE_STATUS_TOPIC = contract.TOPIC_EPISODE_STATUS
+
+
+@dataclass(frozen=True)
+class RemappedNodeSpec(NodeSpec):
+    """A node with topic remappings (`from`, `to`), applied by both launchers (`-r from:=to`)."""
+    remaps: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RoleChoice:
+    """The nodes that fill a graph's robot role for one value of the role's argument."""
+    nodes: tuple[NodeSpec, ...]
+    params_file: str | None = None  # these nodes' params file; None = the graph's own
+    params: dict = field(default_factory=dict)  # {node: {param: value}} fixed by this choice
+    arg_params: tuple[tuple[str, str], ...] = ()  # (launch argument, "node.param") pairs
+
+
+@dataclass(frozen=True)
+class Role:
+    """A launch argument choosing which nodes fill a role: `default` keeps the graph's own
+    `replaces` nodes; another value swaps them for that choice's nodes."""
+    arg: str
+    default: str
+    replaces: tuple[str, ...]
+    choices: dict  # value -> RoleChoice
+
+    def values(self) -> list[str]:
+        return [self.default, *self.choices]
+
+
+class ArgumentIn:
+    """A ROS 2 launch condition as plain data (launch calls `evaluate(context)`): true when
+    launch argument `name` has one of `values`. Used by the launch files for role choices."""
+
+    def __init__(self, name: str, values):
+        self.name, self.values = name, tuple(values)
+
+    def evaluate(self, context) -> bool:
+        return context.launch_configurations.get(self.name, "") in self.values
+
+    def describe(self) -> str:
+        return f"{self.name} in {list(self.values)}"
+
+
+PIPER = RemappedNodeSpec("piper_node", "vla_bridge.robot_nodes.piper_node", "piper_node",
+                         remaps=((EPISODE_STATUS_TOPIC, ROBOT_STATUS_TOPIC),))
+REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense_node", "realsense_node")
+TRACKER = NodeSpec("tracker_node", "vla_bridge.robot_nodes.tracker_node", "tracker_node")
+ROBOT_NODES = (PIPER, REALSENSE, TRACKER)
+REAL_PARAMS_FILE = "config/robofollow_real.yaml"
+
+ROBOFOLLOW_REAL = GraphSpec(
+    name="robofollow_real",
+    description="RoboFollow pilot trials on the real PiPER pair: PiPER node, RealSense cameras, "
+                "marker tracker, policy node, evaluator (wall clock).",
+    params_file=REAL_PARAMS_FILE,
+    nodes=(PIPER, REALSENSE, TRACKER, POLICY, EVALUATOR),
+    end_node="evaluator_node",
+    args=(
+        LaunchArg("scene", "scene1", "RoboFollow scene of the suite", sets=("evaluator_node.scene",)),
+        LaunchArg("levels", "L0", "comma-separated instruction levels", sets=("evaluator_node.levels",)),
+        LaunchArg("tasks", "", "comma-separated task ids (override scene/levels)",
+                  sets=("evaluator_node.tasks",)),
+        LaunchArg("rounds", "1", "trials per task", type="int", sets=("evaluator_node.rounds",)),
+        LaunchArg("seed", "42", "base seed (recorded with each trial)", type="int",
+                  sets=("evaluator_node.base_seed",)),
+        LaunchArg("output", "runs/real", "run directory", sets=("evaluator_node.output",)),
+        LaunchArg("resume", "true", "skip trials already in the output's results.jsonl",
+                  type="bool", sets=("evaluator_node.resume",)),
+        LaunchArg("policy", "hold", "policy backend (hold: keep the arms still)",
+                  sets=("policy_node.backend",)),
+        LaunchArg("max_policy_calls", "10", "policy calls per trial", type="int",
+                  sets=("evaluator_node.max_policy_calls",)),
+        LaunchArg("max_actions_per_call", "50", "actions executed per policy call", type="int",
+                  sets=("evaluator_node.max_actions_per_call",)),
+        LaunchArg("chunk_size", "50", "actions the policy returns per call", type="int",
+                  sets=("policy_node.chunk_size",)),
+        *CHUNK_EXECUTION_ARGS,
+        LaunchArg("episode_timeout", "120.0", "seconds without progress before a trial fails",
+                  type="float", sets=("evaluator_node.episode_timeout",)),
+        LaunchArg("use_fake_hardware", "false",
+                  "drive the PiPER firmware emulator on virtual CAN instead of the arms",
+                  type="bool", sets=("piper_node.use_fake_hardware",)),
+        LaunchArg("arms", "left,right", "arms of the PiPER node (left,right | left | right)",
+                  sets=("piper_node.arms", "tracker_node.arms")),
+        LaunchArg("camera_serials", "",
+                  "cam_high:SERIAL,cam_left_wrist:SERIAL,cam_right_wrist:SERIAL",
+                  sets=("realsense_node.serials",)),
+        LaunchArg("camera_playback_dir", "",
+                  "play the cameras from DIR/<camera>.db3 recordings instead of the devices",
+                  sets=("realsense_node.playback_dir",)),
+        LaunchArg("calibration_file", "",
+                  "table calibration to load (and write after calibrating); empty: calibrate "
+                  "at start-up", sets=("tracker_node.calibration_file",)),
+        LaunchArg("policy_python", "", "Python interpreter of the policy node (empty = this one)"),
+    ),
+)
+
+_FAKE_PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
+                         params={"piper_node": {"use_fake_hardware": True}},
+                         arg_params=(("camera_playback_dir", "realsense_node.playback_dir"),))
+_PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
+                    params={"piper_node": {"use_fake_hardware": False}},
+                    arg_params=_FAKE_PIPER.arg_params)
+
+#: graph name -> the role its `hardware` argument chooses
+ROLES: dict[str, Role] = {
+    "robofollow_sim": Role(arg="hardware", default="sim", replaces=("sim_node",),
+                           choices={"fake_piper": _FAKE_PIPER, "piper": _PIPER}),
+}
+
+# The sim graph gains the role's arguments (they set no parameter of the graph's own params
+# file: the role's nodes take them, see RoleChoice.arg_params).
+ROBOFOLLOW_SIM = GraphSpec(**{**ROBOFOLLOW_SIM.__dict__, "args": ROBOFOLLOW_SIM.args + (
+    LaunchArg("hardware", "sim",
+              "what fills the robot role: sim (MuJoCo), fake_piper (PiPER firmware emulator + "
+              "RealSense + marker tracker, params from " + REAL_PARAMS_FILE + "), piper (the "
+              "real pair)"),
+    LaunchArg("camera_playback_dir", "",
+              "hardware fake_piper|piper: cameras from DIR/<camera>.db3 recordings "
+              "(empty: the devices of " + REAL_PARAMS_FILE + ")"),
+)})
+GRAPHS[ROBOFOLLOW_SIM.name] = ROBOFOLLOW_SIM
+GRAPHS[ROBOFOLLOW_REAL.name] = ROBOFOLLOW_REAL
+
+
+@dataclass(frozen=True)
+class ResolvedNode:
+    """One node to run: its spec, params file (relative to the share dir), fixed parameters,
+    and the launch arguments that set its parameters besides the graph's own `sets`."""
+    spec: NodeSpec
+    params_file: str
+    params: dict
+    arg_params: dict  # launch argument -> parameter name
+
+
+def resolve_nodes(graph: GraphSpec, values: dict[str, str]) -> list[ResolvedNode]:
+    """The nodes `graph` runs for the argument `values` (a role's choice swapped in)."""
+    role = ROLES.get(graph.name)
+    choice = values.get(role.arg, role.default) if role else None
+    if role and choice != role.default and choice not in role.choices:
+        raise ValueError(f"argument {role.arg!r} must be one of {role.values()}, got {choice!r}")
+    out = []
+    for node in graph.nodes:
+        if role and choice != role.default and node.name in role.replaces:
+            picked = role.choices[choice]
+            if node.name != role.replaces[0]:
+                continue
+            for spec in picked.nodes:  # in place of the first replaced node
+                arg_params = {arg: target.split(".", 1)[1] for arg, target in picked.arg_params
+                              if target.split(".", 1)[0] == spec.name}
+                out.append(ResolvedNode(spec, picked.params_file or graph.params_file,
+                                        dict(picked.params.get(spec.name, {})), arg_params))
+            continue
+        out.append(ResolvedNode(node, graph.params_file, {}, {}))
+    return out
