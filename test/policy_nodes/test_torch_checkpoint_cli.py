@@ -1,0 +1,45 @@
+"""`python -m vla_bridge.policy_nodes.torch_policy init DIR`: the documented way to make the
+checkpoint that the `torch?checkpoint=DIR` examples load (issue #11, point 7)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from vla_bridge import contract as C  # noqa: E402
+from vla_bridge.policy_nodes.backend import Observation  # noqa: E402
+from vla_bridge.policy_nodes.torch_policy import TorchPolicy  # noqa: E402
+
+MODULE = "vla_bridge.policy_nodes.torch_policy"
+
+
+def _init(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", MODULE, "init", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_init_writes_a_checkpoint_the_backend_loads(tmp_path):
+    ckpt = tmp_path / "ckpt" / "tiny"
+    proc = _init(str(ckpt), "--seed", "3", "--chunk-size", "10")
+    assert proc.returncode == 0, proc.stderr
+    assert (ckpt / "config.json").is_file() and (ckpt / "weights.pt").is_file()
+    policy = TorchPolicy(checkpoint=str(ckpt))
+    policy.set_instruction("pick up the red block")
+    image = np.zeros((C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), np.uint8)
+    obs = Observation(state=np.zeros(C.ACTION_DIM), images={c: image for c in C.CAMERAS},
+                      stamp=0.0)
+    chunk = policy.predict(obs)
+    assert chunk.shape == (10, C.ACTION_DIM) and np.isfinite(chunk).all()
+
+
+def test_init_under_a_file_is_one_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = _init(str(blocker / "ckpt"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("error: cannot write a checkpoint")
