@@ -23,6 +23,7 @@ from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.registry import make_policy
 
 KEEP_STAMPS = 64  # observation parts kept while waiting for the rest
+BEGIN_NEEDS = ("task", "instruction")  # begin fields the node reads (contract.check_control)
 
 
 class PolicyNode(Node):
@@ -57,33 +58,46 @@ class PolicyNode(Node):
             raise ValueError(f"image_source must be 'raw' or 'cued', got {image_source!r}")
         self.pub_chunk = self.create_publisher(JointTrajectory, C.TOPIC_ACTION_CHUNK, q(C.QOS_COMMAND))
         self.pub_status = self.create_publisher(String, C.TOPIC_POLICY_STATUS, q(C.QOS_EVENTS))
-        self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
+        sub = self._subscribe
+        sub(String, C.TOPIC_EPISODE_CONTROL, self.on_control, C.QOS_EVENTS)
         # per-tick streams: only the newest sample matters (the sim waits while we think),
         # so depth 1 keeps this node from replaying every tick of the chunk it just sent
-        self.create_subscription(JointState, C.TOPIC_JOINT_STATES, self.on_joints, q(C.QOS_LATEST))
+        sub(JointState, C.TOPIC_JOINT_STATES, self.on_joints, C.QOS_LATEST)
         for cam in C.CAMERAS:
-            self.create_subscription(Image, topic(cam), lambda m, c=cam: self.on_image(c, m),
-                                     q(C.QOS_IMAGES))
+            sub(Image, topic(cam), lambda m, c=cam: self.on_image(c, m), C.QOS_IMAGES)
         if self.policy.needs_world_state:
-            self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, q(C.QOS_LATEST))
+            sub(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, C.QOS_LATEST)
+
+    def _subscribe(self, msg_type, topic: str, callback, qos: C.QosSpec) -> None:
+        """A subscription whose callback logs, rather than dies of, an exception."""
+        self.create_subscription(msg_type, topic, messages.guarded(self, callback, topic),
+                                 messages.qos_profile(qos))
 
     def status(self, kind: str, **fields) -> None:
         self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
 
     # ------------------------------------------------------------------ episodes
     def on_control(self, msg: String) -> None:
-        ctl = messages.parse_json_msg(msg)
-        if ctl.get("kind") != C.CONTROL_BEGIN:
+        """A well-formed ``begin`` resets the policy for its episode; a malformed control
+        message is logged and changes nothing (messages.parse_control)."""
+        ctl = messages.parse_control(msg, self.get_logger(), require=BEGIN_NEEDS)
+        if ctl is None or ctl["kind"] != C.CONTROL_BEGIN:
             return
+        try:
+            self.begin(ctl)
+        except Exception as exc:  # noqa: BLE001 - never die on one request
+            self.get_logger().error(f"episode begin {ctl['episode']!r} failed: {exc!r}")
+
+    def begin(self, ctl: dict) -> None:
         self.episode, self.calls, self.parts = ctl["episode"], 0, {}
 
         def prepare():
             self.policy.reset()
-            task = ctl.get("task") if self.policy.needs_world_state else None
+            task = ctl["task"] if self.policy.needs_world_state else None
             extra = {}  # a visual-cue protocol's task, for privileged backends that take it
             if self.policy.needs_world_state and self._pass_cue_task and ctl.get("cue_task"):
                 extra["cue_task"] = ctl["cue_task"]
-            self.policy.set_instruction(ctl.get("instruction", ""), task, **extra)
+            self.policy.set_instruction(ctl["instruction"], task, **extra)
         try:
             self.chunking.begin_episode(ctl["episode"], prepare)
         except Exception as exc:

@@ -32,6 +32,7 @@ from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.sim_nodes.session import Budget, SimSession
 
+BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_control)
 BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend"}
 
 
@@ -88,7 +89,8 @@ class SimNode(Node):
         self.pub_info = {c: self.create_publisher(CameraInfo, C.camera_info_topic(c), q(C.QOS_IMAGES))
                          for c in C.CAMERAS}
         self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
-        self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK, self.on_chunk,
+        self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK,
+                                 messages.guarded(self, self.on_chunk, "action chunk"),
                                  q(C.QOS_COMMAND))
 
     # ------------------------------------------------------------------ time
@@ -97,23 +99,34 @@ class SimNode(Node):
 
     # ------------------------------------------------------------------ episode control
     def on_control(self, msg: String) -> None:
+        """Episode control; a malformed message is logged and changes nothing
+        (messages.parse_control), a request that fails is reported under its episode id."""
+        ctl = messages.parse_control(msg, self.get_logger(), require=BEGIN_NEEDS,
+                                     task_keys=("scene", "layout"))
+        if ctl is None:
+            return
+        kind, episode = ctl["kind"], ctl["episode"]
         try:
-            ctl = messages.parse_json_msg(msg)
-            kind = ctl.get("kind")
             if kind == C.CONTROL_BEGIN:
                 self.begin(ctl)
-            elif kind == C.CONTROL_START and ctl.get("episode") == self.episode:
+            elif kind == C.CONTROL_START and episode == self.episode:
                 self.running = True
                 self.publish_observation()
-            elif kind == C.CONTROL_END and ctl.get("episode") == self.episode:
+            elif kind == C.CONTROL_END and episode == self.episode:
                 self.episode, self.pending_stamp_ns, self.running = None, None, False
-        except Exception as exc:  # report, never die on a bad request
-            self.get_logger().error(f"episode control failed: {exc}")
-            self.status(C.STATUS_ERROR, message=str(exc))
+        except Exception as exc:  # noqa: BLE001 - report, never die on a bad request
+            self.get_logger().error(f"episode control {kind!r} of {episode!r} failed: {exc!r}")
+            self.status(C.STATUS_ERROR, episode=episode, message=str(exc))
 
     def begin(self, ctl: dict) -> None:
+        """Reset the scene for a begin request; the episode is adopted only once the reset
+        worked (an unknown scene or layout leaves the running episode as it was)."""
         task = ctl["task"]
-        self.clock_offset = self.now() + 1.0  # a clear gap between episodes on /clock
+        budget = Budget(ctl.get("max_policy_calls", 10), ctl.get("max_actions_per_call", 50))
+        offset = self.now() + 1.0  # a clear gap between episodes on /clock
+        self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
+                           cue_objects=self.scene_cues(ctl))
+        self.clock_offset = offset
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
         self.running = False
@@ -121,9 +134,6 @@ class SimNode(Node):
         self.frame_fields = None  # the scene's bodies may differ from the last episode
         self.frame_rows = []
         self.timing = {"wait_s": 0.0, "step_s": 0.0, "publish_s": 0.0}  # where wall time goes
-        budget = Budget(int(ctl.get("max_policy_calls", 10)), int(ctl.get("max_actions_per_call", 50)))
-        self.session.begin(task["scene"], task["layout"], int(ctl["seed"]), budget,
-                           cue_objects=self.scene_cues(ctl))
         self.refresh_listeners()
         self.publish_tick()
         self.flush_frames()

@@ -199,3 +199,77 @@ def validate_chunk(chunk, dim: int | None = None) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"action chunk contains NaN or Inf (expected finite [H, {dim}] targets)")
     return arr
+
+# -------------------------------------------------------------------- message schemas
+# What a node checks BEFORE it adopts anything from an episode control/status message: a
+# malformed one is logged and ignored (vla_bridge.ros.messages.parse_control/parse_status).
+CONTROL_KINDS = (CONTROL_BEGIN, CONTROL_START, CONTROL_END)
+_NUMBER = (int, float)
+_OPTIONAL_STR = (str, type(None))
+#: the begin message's fields and their types (checked when present; a node requires those it
+#: reads), and the smallest value of its integers
+BEGIN_FIELDS = {"task": (dict,), "seed": (int,), "instruction": (str,),
+                "max_policy_calls": (int,), "max_actions_per_call": (int,),
+                "cue_protocol": _OPTIONAL_STR, "cue_task": (dict, type(None)),
+                "cue_family": _OPTIONAL_STR, "cue_variant": _OPTIONAL_STR,
+                "cue_placement": _OPTIONAL_STR}
+BEGIN_MINIMUM = {"seed": 0, "max_policy_calls": 1, "max_actions_per_call": 1}
+#: per status source: its kinds and the fields each must carry (beyond kind and episode)
+STATUS_KINDS = {
+    "sim": {STATUS_READY: {"stamp": _NUMBER}, STATUS_CHUNK_DONE: {},
+            STATUS_DONE: {"ticks": (int,), "calls": (int,)}, STATUS_ERROR: {}},
+    "policy": {STATUS_READY: {}, STATUS_PREDICTED: {}, STATUS_ERROR: {}},
+}
+#: status fields checked when present
+STATUS_FIELDS = {"message": (str,), "reason": (str,), "timing": (dict,), "latency_ms": (dict,),
+                 "inference_ms": _NUMBER, "overhead_ms": _NUMBER, "tick": (int,),
+                 "calls": (int,), "call": (int,)}
+
+
+def check_control(payload: dict, require=(), task_keys=()) -> dict:
+    """``payload`` if it is a well-formed episode-control message, else ValueError saying why:
+    a known kind, a non-empty episode id and, for ``begin``, BEGIN_FIELDS' types, the fields
+    in ``require`` and the string fields ``task_keys`` of its task."""
+    kind = payload.get("kind")
+    if kind not in CONTROL_KINDS:
+        raise ValueError(f"unknown control kind {kind!r}; expected one of {list(CONTROL_KINDS)}")
+    _check_episode(payload)
+    if kind == CONTROL_BEGIN:
+        _check_fields(payload, BEGIN_FIELDS, require)
+        for key, low in BEGIN_MINIMUM.items():
+            if payload.get(key, low) < low:
+                raise ValueError(f"field {key!r} must be >= {low}, got {payload[key]}")
+        _check_fields(payload.get("task") or {}, dict.fromkeys(task_keys, (str,)), task_keys,
+                      "task.")
+    return payload
+
+
+def check_status(payload: dict, source: str) -> dict:
+    """``payload`` if it is a well-formed status of ``source`` ("sim" or "policy"), else
+    ValueError: a kind of STATUS_KINDS[source], an episode id and the fields that kind needs."""
+    kinds = STATUS_KINDS[source]
+    kind = payload.get("kind")
+    if kind not in kinds:
+        raise ValueError(f"unknown {source} status kind {kind!r}; expected one of {list(kinds)}")
+    _check_episode(payload)
+    _check_fields(payload, {**STATUS_FIELDS, **kinds[kind]}, tuple(kinds[kind]))
+    return payload
+
+
+def _check_episode(payload: dict) -> None:
+    episode = payload.get("episode")
+    if not isinstance(episode, str) or not episode:
+        raise ValueError(f"{payload['kind']!r} message needs a non-empty string 'episode', "
+                         f"got {episode!r}")
+
+
+def _check_fields(payload: dict, types: dict, require=(), prefix: str = "") -> None:
+    missing = [f"{prefix}{key}" for key in require if key not in payload]
+    if missing:
+        raise ValueError(f"the message lacks {', '.join(missing)}")
+    for key, allowed in types.items():
+        value = payload.get(key)
+        if key in payload and (not isinstance(value, allowed)
+                               or (isinstance(value, bool) and bool not in allowed)):
+            names = " or ".join(t.__name__ for t in allowed)
+            raise ValueError(f"field {prefix}{key!r} must be {names}, got {value!r:.80}")

@@ -21,7 +21,7 @@ from vla_bridge.ros import messages
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
                                             Subscriber, SuiteRun)
-from vla_bridge.evaluation.run_dir import RunDirectory
+from vla_bridge.evaluation.run_dir import RunDirectory, RunDirError
 from vla_bridge.benchmarks.robofollow.tasks import Trial
 
 
@@ -48,10 +48,23 @@ class EvaluatorNode(Node):
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, msg: String) -> None:
-        self.suite.on_sim_status(messages.parse_json_msg(msg))
+        self.hand_status(msg, "sim", self.suite.on_sim_status)
 
     def on_policy_status(self, msg: String) -> None:
-        self.suite.on_policy_status(messages.parse_json_msg(msg))
+        self.hand_status(msg, "policy", self.suite.on_policy_status)
+
+    def hand_status(self, msg: String, source: str, handler) -> None:
+        """Hand the run a well-formed status (contract.check_status: a kind, the episode id and
+        the fields the run reads); a malformed one, or one the run fails on, is logged and
+        dropped, so the evaluator never dies of one message."""
+        status = messages.parse_status(msg, source, self.get_logger())
+        if status is None:
+            return
+        try:
+            handler(status)
+        except Exception as exc:  # noqa: BLE001 - one bad message must not stop the run
+            self.get_logger().error(f"{source} status {status['kind']!r} dropped: {exc!r}; "
+                                    f"{messages.excerpt(msg.data)}")
 
     def on_frame(self, msg: Float64MultiArray) -> None:
         if msg.layout.dim:  # parsed after the episode
@@ -167,7 +180,7 @@ def main(args=None) -> int:
         print("evaluator_node: interrupted; finished episodes are kept in results.jsonl",
               file=sys.stderr)
         return 130
-    except (ValueError, FileExistsError, FileNotFoundError, GraphBroken) as exc:
+    except (ValueError, FileExistsError, FileNotFoundError, GraphBroken, RunDirError) as exc:
         print(f"evaluator_node: error: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -26,7 +26,8 @@ from std_msgs.msg import ColorRGBA, Float64MultiArray, MultiArrayDimension, Stri
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
-from vla_bridge.contract import WORLD_FRAME, WORLD_NS_OBJECTS, WORLD_NS_TCP, QosSpec
+from vla_bridge.contract import (WORLD_FRAME, WORLD_NS_OBJECTS, WORLD_NS_TCP, QosSpec,
+                                 check_control, check_status)
 from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
 
 # ------------------------------------------------------------------------------- QoS
@@ -428,23 +429,59 @@ def json_msg(payload: dict) -> String:
 def parse_json_msg(msg: String) -> dict:
     """The JSON object in a std_msgs/String; ValueError if it is not a JSON object."""
     try:
-        payload = json.loads(msg.data)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"message is not JSON ({exc}): {msg.data[:200]!r}") from None
+        return _json_object(msg.data)
+    except ValueError as exc:
+        raise ValueError(f"{exc}: {msg.data[:200]!r}") from None
+
+
+def _json_object(data: str) -> dict:
+    try:
+        payload = json.loads(data)
+    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: '[' * 10**6
+        raise ValueError(f"message is not JSON ({type(exc).__name__}: {exc})"[:200]) from None
     if not isinstance(payload, dict):
-        raise ValueError(f"expected a JSON object, got {type(payload).__name__}: "
-                         f"{msg.data[:200]!r}")
+        raise ValueError(f"expected a JSON object, got {type(payload).__name__}")
     return payload
 
 
-def parse_control(msg: String, logger) -> dict | None:
-    """An episode-control message as a dict; a malformed one is logged and gives None (a
-    node never dies on a bad request)."""
+def excerpt(data: str, limit: int = 120) -> str:
+    """The start of a message for a log line (the length when it is cut)."""
+    return repr(data[:limit]) + (f"... ({len(data)} characters)" if len(data) > limit else "")
+
+
+def parse_control(msg: String, logger, require=(), task_keys=()) -> dict | None:
+    """An episode-control message checked against the contract (`contract.check_control`,
+    with the begin fields this node reads); a malformed one is logged in one line and gives
+    None, so a node never dies on, nor adopts anything from, a bad request."""
+    return _parse(msg, logger, "episode control",
+                  lambda payload: check_control(payload, require, task_keys))
+
+
+def parse_status(msg: String, source: str, logger) -> dict | None:
+    """A ``source`` ("sim" or "policy") status checked against the contract
+    (`contract.check_status`); a malformed one is logged in one line and gives None."""
+    return _parse(msg, logger, f"{source} status",
+                  lambda payload: check_status(payload, source))
+
+
+def _parse(msg: String, logger, what: str, check) -> dict | None:
     try:
-        return parse_json_msg(msg)
+        return check(_json_object(msg.data))
     except ValueError as exc:
-        logger.error(f"episode control: {exc}")
+        logger.error(f"ignored a malformed {what} message ({exc}): {excerpt(msg.data)}")
         return None
+
+
+def guarded(node, callback, what: str):
+    """``callback`` for a subscription of ``node``: an exception it raises on one message is
+    logged (one line) instead of killing the node."""
+    def handle(msg) -> None:
+        try:
+            callback(msg)
+        except Exception as exc:  # noqa: BLE001 - one bad message must not stop the node
+            node.get_logger().error(f"{what}: failed on a message: {exc!r}"[:500],
+                                    throttle_duration_sec=1.0)
+    return handle
 
 
 # ------------------------------------------------------------------------ node main

@@ -1,0 +1,69 @@
+"""The sim node (built in-process) against malformed episode control: each bad message is
+logged once and changes nothing -- a half-valid begin neither takes the episode over nor
+resets the scene; a following valid episode still works."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+from std_msgs.msg import String  # noqa: E402
+
+from junk_messages import JUNK_CONTROL, half_valid_begins, in_process  # noqa: E402
+from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: E402
+from vla_bridge.sim_nodes import sim_node as S  # noqa: E402
+
+TASK = load_suite().get("L0_pickup_yellow_block_3").to_dict()
+
+
+@pytest.fixture(scope="module")
+def node():
+    with in_process(S, S.SimNode) as sim:
+        sim.sent = []
+        sim.pub_status.publish = lambda msg: sim.sent.append(json.loads(msg.data))
+        yield sim
+
+
+def control(kind: str, episode: str, **fields) -> String:
+    return String(data=json.dumps({"kind": kind, "episode": episode, **fields}))
+
+
+def begin(episode: str, **fields) -> String:
+    return control("begin", episode, **{"task": TASK, "seed": 3, "max_policy_calls": 2,
+                                        "max_actions_per_call": 5, **fields})
+
+
+def test_junk_control_is_logged_once_each_and_changes_nothing(node):
+    node.on_control(begin("e1"))
+    node.on_control(control("start", "e1"))
+    assert node.episode == "e1" and node.running and node.pending_stamp_ns is not None
+    state = (node.pending_stamp_ns, node.clock_offset, node.session.backend.time)
+    sent, errors = len(node.sent), len(node.log.lines["error"])
+
+    junk = JUNK_CONTROL + half_valid_begins(TASK) + [
+        json.dumps({"kind": "begin", "episode": "junk@2", "seed": 1, "task": t})
+        for t in ({"scene": "scene1"}, {"scene": 1, "layout": "x"})]
+    for data in junk:
+        node.on_control(String(data=data))  # must not raise
+    lines = node.log.lines["error"][errors:]
+    assert len(lines) == len(junk), lines
+    assert all(line.startswith("ignored a malformed episode control message") for line in lines)
+    assert max(map(len, lines)) < 600
+    assert node.episode == "e1" and node.running  # the running episode is untouched
+    assert (node.pending_stamp_ns, node.clock_offset, node.session.backend.time) == state
+    assert len(node.sent) == sent  # junk gets no status: it belongs to no episode
+
+
+def test_a_begin_for_an_unknown_scene_is_reported_under_its_own_id(node):
+    node.on_control(begin("e1"))
+    node.on_control(begin("e9", task={**TASK, "scene": "scene99"}))
+    assert node.episode == "e1"
+    assert node.sent[-1]["kind"] == "error" and node.sent[-1]["episode"] == "e9"
+    assert "scene99" in node.sent[-1]["message"]
+
+    node.on_control(begin("e2"))  # the next valid episode works
+    assert node.episode == "e2" and node.sent[-1]["kind"] == "ready"
+    node.on_control(control("end", "e2"))
+    assert node.episode is None
