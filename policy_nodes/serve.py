@@ -4,14 +4,18 @@ So the real ``openpi_client.WebsocketClientPolicy`` (and openpi's own robot runt
 drive our policies, and our ``openpi`` backend can drive a policy in another process or on
 another machine. The protocol, as openpi's ``WebsocketPolicyServer`` speaks it:
 
-* websocket at ``ws://HOST:PORT`` (no compression, no size limit); ``GET /healthz`` -> 200;
+* websocket at ``ws://HOST:PORT`` (no compression); ``GET /healthz`` -> 200 (never needs a key);
+* with an API key set, the websocket handshake must carry ``Authorization: Api-Key KEY`` (what
+  ``openpi_client.WebsocketClientPolicy(api_key=KEY)`` sends), else it is answered 401;
+* a frame over ``max_frame_bytes`` closes that connection with code 1009 (message too big);
 * on connect the server sends one msgpack-numpy frame with its metadata (here: policy,
   action_dim 14, action_horizon, control_period, joint names, cameras, key map, gripper);
 * each request is a msgpack-numpy frame with the observation dict; the reply is a frame
   with ``actions`` ``[H, 14]`` and ``server_timing`` = ``{"infer_ms": ..., "prev_total_ms":
   ...}`` (``prev_total_ms``: the previous request's receive-to-sent time);
-* a failing request is answered with a text frame carrying the traceback, then the server
-  closes the connection with code 1011 (internal error).
+* a failing request is answered with a text frame ``ErrorType: message`` (with ``debug``: the
+  traceback, as openpi's server sends it; the traceback is always logged by the server), then
+  the server closes the connection with code 1011 (internal error).
 
 msgpack-numpy encoding (openpi's ``msgpack_numpy``): an ndarray is the map
 ``{b"__ndarray__": True, b"data": raw bytes, b"dtype": dtype.str, b"shape": shape}``, a
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hmac
 import http
 import logging
 import threading
@@ -47,6 +52,7 @@ from vla_bridge.policy_nodes.openpi_backend import (GRIPPERS, KEY_MAPS, actions_
 from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
 
 LOG = logging.getLogger("vla_bridge.serve")
+DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024  # three 320x240 RGB images are 0.7 MB
 
 # --------------------------------------------------------------------- msgpack-numpy
 
@@ -185,15 +191,44 @@ class PolicyServer:
         return {"actions": actions_to_wire(chunk, self.gripper)}
 
 
-def _health_check(connection, request):
+def _check_request(api_key: str | None, connection, request):
+    """``/healthz`` -> 200; without the API key (when one is set) -> 401; else the handshake."""
     if request.path == "/healthz":
         return connection.respond(http.HTTPStatus.OK, "OK\n")
+    if api_key and not _key_matches(request.headers.get("Authorization"), api_key):
+        LOG.warning("connection from %s refused: missing or wrong API key",
+                    connection.remote_address)
+        return connection.respond(http.HTTPStatus.UNAUTHORIZED, "missing or wrong API key\n")
     return None
 
 
-async def _handler(server: PolicyServer, websocket) -> None:
+def _key_matches(header: str | None, api_key: str) -> bool:
+    """Whether ``header`` is ``Api-Key <api_key>`` (compared in constant time)."""
+    expected = f"Api-Key {api_key}".encode()
+    return hmac.compare_digest((header or "").encode(), expected)
+
+
+def _error_text(exc: BaseException, debug: bool) -> str:
+    """What a client is told of a failed request: the traceback only in debug mode."""
+    if debug:
+        return traceback.format_exc()
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def _report_error(websocket, exc: BaseException, debug: bool) -> None:
     import websockets
     import websockets.frames
+    LOG.error("request failed:\n%s", traceback.format_exc())
+    reason = "Internal server error." + (" Traceback included in previous frame." if debug else "")
+    try:
+        await websocket.send(_error_text(exc, debug))
+        await websocket.close(code=websockets.frames.CloseCode.INTERNAL_ERROR, reason=reason)
+    except websockets.ConnectionClosed:
+        pass
+
+
+async def _handler(server: PolicyServer, debug: bool, websocket) -> None:
+    import websockets
     LOG.info("connection from %s opened", websocket.remote_address)
     server.connection_opened()
     await websocket.send(packb(server.metadata()))
@@ -210,28 +245,27 @@ async def _handler(server: PolicyServer, websocket) -> None:
                 reply["server_timing"]["prev_total_ms"] = prev_total_s * 1e3
             await websocket.send(packb(reply))
             prev_total_s = time.monotonic() - start
-        except websockets.ConnectionClosed:
-            LOG.info("connection from %s closed", websocket.remote_address)
+        except websockets.ConnectionClosed as exc:
+            LOG.info("connection from %s closed: %s", websocket.remote_address, exc)
             return
-        except Exception:  # noqa: BLE001 - report to the client, as openpi's server does
-            text = traceback.format_exc()
-            LOG.error("request failed:\n%s", text)
-            try:
-                await websocket.send(text)
-                await websocket.close(code=websockets.frames.CloseCode.INTERNAL_ERROR,
-                                      reason="Internal server error. Traceback included in previous frame.")
-            except websockets.ConnectionClosed:
-                pass
+        except Exception as exc:  # noqa: BLE001 - report to the client, as openpi's server does
+            await _report_error(websocket, exc, debug)
             return
 
 
 async def serve_async(server: PolicyServer, host: str, port: int, ready=None,
-                      stop: asyncio.Event | None = None) -> None:
-    """Serve until ``stop`` is set (or forever); ``ready(port)`` once listening."""
+                      stop: asyncio.Event | None = None, *, api_key: str | None = None,
+                      max_frame_bytes: int | None = DEFAULT_MAX_FRAME_BYTES,
+                      debug: bool = False) -> None:
+    """Serve until ``stop`` is set (or forever); ``ready(port)`` once listening.
+
+    ``api_key``: required of every websocket client (None: open); ``max_frame_bytes``: the
+    largest frame accepted (None: no limit); ``debug``: send tracebacks to clients."""
     from websockets.asyncio.server import serve
     stop = stop or asyncio.Event()
-    async with serve(functools.partial(_handler, server), host, port, compression=None,
-                     max_size=None, process_request=_health_check) as ws_server:
+    async with serve(functools.partial(_handler, server, debug), host, port, compression=None,
+                     max_size=max_frame_bytes or None,
+                     process_request=functools.partial(_check_request, api_key)) as ws_server:
         bound = ws_server.sockets[0].getsockname()[1] if ws_server.sockets else port
         if ready:
             ready(bound)

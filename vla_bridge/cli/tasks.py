@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scene", default="", help="comma-separated scenes (default: all)")
     parser.add_argument("--levels", default="", help="comma-separated levels L0..L3 (default: all)")
-    parser.add_argument("--tasks", default="", help="comma-separated task ids (override --scene/--levels)")
+    parser.add_argument("--tasks", default="",
+                        help="comma-separated task ids (override --scene/--levels)")
     parser.add_argument("--rounds", type=int, default=10, help="rounds per task (protocol: 10)")
-    parser.add_argument("--base-seed", type=int, default=42)
+    parser.add_argument("--seed", "--base-seed", dest="seed", type=int, default=42,
+                        help="base seed, as `launch --seed` (default 42)")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the trials (task, round, seed) a run would execute")
     parser.add_argument("--instructions", action="store_true", help="show each instruction")
@@ -19,8 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials, select_tasks
 
-    tasks = select_tasks(load_suite(), args.scene, args.levels, args.tasks)
-    trials = plan_trials(tasks, args.rounds, args.base_seed)
+    try:
+        tasks = select_tasks(load_suite(), args.scene, args.levels, args.tasks)
+    except ValueError as exc:  # unknown scene, level or task id (with close matches)
+        print(f"vla-bridge tasks: {exc}", file=sys.stderr)
+        return 2
+    trials = plan_trials(tasks, args.rounds, args.seed)
     if args.dry_run:
         for t in trials:
             print(f"{t.task.scene}  {t.task.level}  {t.task.id}  round {t.round}  seed {t.seed}")

@@ -211,6 +211,55 @@ def _forget_own_ros_wheels(env: dict[str, str]) -> None:
         env.pop("LD_LIBRARY_PATH", None)
 
 
+def check_params_file(path: Path) -> None:
+    """ValueError (one line) unless ``path`` is a ROS 2 params file: YAML mapping node names
+    (or namespaces of them) to ``ros__parameters`` mappings, every list of one scalar type."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ValueError(f"params file {path}: not valid YAML: {problem}{where}") from None
+    if not isinstance(data, dict) or not data:
+        raise ValueError(f"params file {path}: expected a mapping of node names to "
+                         f"'ros__parameters', got {type(data).__name__}")
+    for name, entry in data.items():
+        problem = _params_entry_problem(entry)
+        if problem:
+            raise ValueError(f"params file {path}: node {name!r}: {problem}")
+
+
+def _params_entry_problem(entry, depth: int = 0) -> str | None:
+    """What is wrong with a node (or namespace) entry of a params file, or None."""
+    if isinstance(entry, dict) and "ros__parameters" in entry:
+        return _parameters_problem(entry["ros__parameters"], "ros__parameters")
+    if not isinstance(entry, dict) or not entry or depth >= 8:
+        return "no 'ros__parameters' mapping"
+    for value in entry.values():
+        problem = _params_entry_problem(value, depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def _parameters_problem(params, where: str) -> str | None:
+    if not isinstance(params, dict):
+        return f"{where} must be a mapping, got {type(params).__name__}"
+    for key, value in params.items():
+        if isinstance(value, dict):
+            problem = _parameters_problem(value, f"{where}.{key}")
+        elif isinstance(value, list) and len({type(v) for v in value}) > 1:
+            problem = f"{where}.{key}: a list must hold values of one type, got {value!r}"
+        elif value is None:
+            problem = f"{where}.{key} has no value"
+        else:
+            problem = None
+        if problem:
+            return problem
+    return None
+
+
 def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
                   overrides_dir: Path, params_file: Path | None = None,
                   base_env: dict[str, str] | None = None) -> list[NodeCommand]:
@@ -223,6 +272,7 @@ def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
     params_file = Path(params_file) if params_file else share_dir / graph.params_file
     if not params_file.is_file():
         raise FileNotFoundError(f"params file {params_file} not found")
+    check_params_file(params_file)
     overrides = parameter_overrides(graph, given)
     commands = []
     for resolved in resolve_nodes(graph, values):

@@ -222,5 +222,26 @@ def report() -> dict:
     }
 
 
-if __name__ == "__main__":  # python -m vla_bridge.benchmarks.robofollow.entropy
-    print(json.dumps(report(), indent=2))
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vla_bridge.benchmarks.robofollow.entropy [--summary]``."""
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog="python -m vla_bridge.benchmarks.robofollow.entropy",
+        description="Scene entropy (RoboFollow Eq. 1) of RoboFollow's training suite (from "
+                    "config/robofollow) and of LIBERO's four suites, in bits.")
+    parser.add_argument("--summary", action="store_true",
+                        help="one line with both values instead of the JSON report "
+                             "(which adds group sizes, per-suite values and the paper's numbers)")
+    args = parser.parse_args(argv)
+    result = report()
+    if args.summary:
+        rf, lib = result["robofollow"], result["libero"]
+        print(f"RoboFollow {rf['bits']:.3f} bits (paper {rf['paper_bits']:.3f}), "
+              f"LIBERO {lib['bits']:.3f} bits (paper {lib['paper_bits']['mean']:.3f})")
+    else:
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
