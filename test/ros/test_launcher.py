@@ -61,7 +61,8 @@ def test_cli_flags_map_one_to_one_onto_node_parameters():
     assert options == {"dry_run": False, "params_file": None, "timeout": None}
     overrides = launcher.parameter_overrides(ROBOFOLLOW_SIM, given)
     assert overrides["evaluator_node"] == {"scene": "scene1", "levels": "L0,L1", "tasks": "12",
-                                           "rounds": 2, "base_seed": 42, "output": "runs/x"}
+                                           "rounds": 2, "base_seed": 42, "output": "runs/x",
+                                           "policy": "oracle"}  # run.json's provenance
     assert overrides["sim_node"] == {"scene": "scene1", "lock_step": False}
     assert overrides["policy_node"] == {"backend": "oracle"}
 

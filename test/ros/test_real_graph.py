@@ -42,7 +42,7 @@ def recordings(tmp_path_factory):
         rs = import_pyrealsense2()  # after rclpy: see realsense_io's notes
     except ImportError:
         pytest.skip("pyrealsense2 is not installed")
-    from test_realsense import pattern, record_synthetic
+    from realsense_recordings import pattern, record_synthetic
     from test_tracker import layout_poses, render_scene
 
     root = tmp_path_factory.mktemp("recordings")
@@ -80,12 +80,14 @@ def test_only_launch_arguments_differ_between_sim_and_fake_piper(tmp_path):
     assert list(sim) == ["sim_node", "policy_node", "evaluator_node"]
     assert list(fake) == ["piper_node", "realsense_node", "tracker_node", "policy_node",
                           "evaluator_node"]
-    # policy and evaluator: the very same command (but for the overrides file's folder)
+    # policy and evaluator: the very same command (but for the overrides file's folder); the
+    # evaluator is told the hardware (run.json's provenance)
+    assert fake["evaluator_node"].overrides.pop("hardware") == "fake_piper"
     for name in ("policy_node", "evaluator_node"):
         assert [a.replace(str(fake_dir), str(sim_dir)) for a in fake[name].argv] == sim[name].argv
         assert fake[name].overrides == sim[name].overrides
-        assert (fake_dir / f"{name}.overrides.yaml").read_text() == \
-            (sim_dir / f"{name}.overrides.yaml").read_text()
+    assert (fake_dir / "policy_node.overrides.yaml").read_text() == \
+        (sim_dir / "policy_node.overrides.yaml").read_text()
     # the robot role: the real graph's nodes with the real graph's parameters
     real_params = str(REPO / "config" / "robofollow_real.yaml")
     for name in ("piper_node", "realsense_node", "tracker_node"):

@@ -1,7 +1,8 @@
 """Running episodes and reporting them.
 
 * ``run_dir``: the run directory (run.json, results.jsonl, summary.json, latency.json),
-  resume and the results rows;
+  resume and the results rows; ``provenance``: what produced a run (policy, checkpoint
+  fingerprint, hardware, cue protocol, seed, budget, git commit) and the resume check;
 * ``episodes``: the evaluator's episode state machine (``SuiteRun``: begin / ready / start /
   done, scoring, timeouts, resume), pure and driven by plain calls, with subscribers for
   latency and the cue overlay; ``evaluator_node``: its ROS shell;

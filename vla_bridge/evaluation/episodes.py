@@ -10,7 +10,12 @@
 
 A reported error, or ``episode_timeout`` seconds without progress, fails the episode with the
 reason and the run goes on; a node leaving the graph (or a second graph on the ROS domain)
-stops the run. The run ends with summary.json, latency.json and the printed tables.
+stops the run. The run ends with summary.json, latency.json and the printed tables; its status
+is "finished" only when every planned trial has its row in results.jsonl.
+
+run.json records the run's provenance (policy spec, checkpoint fingerprint, sim or hardware,
+cue protocol, seed, budget, git commit; ``provenance``) and every row names the policy; a
+resume into a directory of other such settings is refused, naming what differs.
 
 The node feeds it parsed messages (``on_sim_status``, ``on_policy_status``, ``on_frames``)
 and lends it the graph (``Graph``). ``Subscriber``s hear each episode's start, statuses and
@@ -29,8 +34,10 @@ from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
 from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials, select_tasks
 from vla_bridge.embodiment.episode_record import EpisodeRecord, FrameRecorder
 from vla_bridge.evaluation.cue_run import CueRun
-from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, format_latency, format_table,
-                                           latency_summary, result_row, trial_key)
+from vla_bridge.evaluation.provenance import resume_differences, run_provenance
+from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, completion_status,
+                                           format_latency, format_table, latency_summary,
+                                           result_row, trial_key)
 
 __all__ = ["PARAMS", "EpisodeFailed", "GraphBroken", "Graph", "Subscriber", "LatencyCollector",
            "SuiteRun"]
@@ -40,6 +47,9 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
           "output": "runs/latest", "max_policy_calls": 10, "max_actions_per_call": 50,
           "resume": True, "empty_language": False, "episode_timeout": 300.0,
           "discovery_timeout": 60.0, "save_episodes": True,
+          # provenance (run.json): the policy node's backend spec (the `policy` launch
+          # argument) and what fills the robot role (sim, fake_piper, piper)
+          "policy": "oracle", "hardware": "sim", "use_fake_hardware": False,
           # visual-cue protocols (LIBERO-VIFO): evaluation.cue_run.CueRun
           "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
           # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
@@ -302,15 +312,15 @@ class SuiteRun:
         return plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
 
     def run(self) -> int:
-        """Run the suite; the exit code: 0 finished, 3 stopped (a node left the graph)."""
+        """Run the suite; the exit code: 0 finished, 3 stopped (a node left the graph) or
+        incomplete (a planned trial is missing from results.jsonl)."""
         trials = self.trials()
-        run_dir = RunDirectory(self.p["output"])
-        if self.p["resume"]:  # resuming into another protocol's directory would mix metrics
-            try:
-                self.cues.check_output(run_dir.results())
-            except ValueError as exc:
-                raise ValueError(f"{run_dir.path}: {exc}") from None
-        todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]))
+        run_dir = RunDirectory(self.p["output"], log=self.log)
+        provenance = run_provenance(self.p, self.cues)
+        if self.p["resume"]:
+            self.check_resume(run_dir, provenance)
+        todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]),
+                             provenance=provenance)
         self.log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done "
                       f"-> {run_dir.path}")
         self.wait_for_graph()
@@ -324,7 +334,28 @@ class SuiteRun:
         except GraphBroken as exc:
             self.log.error(f"run stopped: {exc}")
             status = f"stopped: {exc}"
-        return self.finish(run_dir, status)
+        return self.finish(run_dir, status, trials)
+
+    def check_resume(self, run_dir: RunDirectory, provenance: dict) -> None:
+        """Resuming into a directory of another policy, checkpoint, hardware, cue protocol,
+        seed or budget would mix two setups' metrics: ValueError naming what differs. Other
+        levels, scenes or rounds only add trials."""
+        rows = run_dir.results()
+        if not rows:
+            return
+        try:  # the cue protocol as its rows record it (directories from before run.json did)
+            self.cues.check_output(rows)
+        except ValueError as exc:
+            raise ValueError(f"{run_dir.path}: {exc}") from None
+        old = run_dir.info().get("provenance")
+        differences = resume_differences(old, provenance, rows)
+        if differences:
+            raise ValueError(f"{run_dir.path}: cannot resume, this run's settings differ from "
+                             f"the run directory's: {'; '.join(differences)} (run directory -> "
+                             "this run); use the same settings or another output directory")
+        if old is None:
+            self.log.info(f"{run_dir.path}: its run.json recorded no provenance (an older run); "
+                          "resuming without checking policy, seed and settings")
 
     def run_one(self, run_dir: RunDirectory, trial: Trial, i: int, total: int,
                 t_run: float) -> None:
@@ -341,6 +372,7 @@ class SuiteRun:
                              instruction=instruction, wall_s=self.clock.monotonic() - t0)
         else:
             row = self.scored_row(run_dir, trial, record, done, instruction, t0)
+        row["policy"] = self.p["policy"]
         self.cues.annotate(row, lambda task: score_episode(task, record).to_dict())
         for subscriber in self.subscribers:
             subscriber.on_episode_end(trial, row, run_dir)
@@ -355,9 +387,12 @@ class SuiteRun:
         return (f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
                 f"{self.cues.outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)")
 
-    def finish(self, run_dir: RunDirectory, status: str) -> int:
+    def finish(self, run_dir: RunDirectory, status: str, trials: list[Trial]) -> int:
         """summary.json, latency.json, run.json's status and the printed tables."""
         rows = run_dir.results()
+        status = completion_status(status, trials, rows)
+        if status.startswith("incomplete"):
+            self.log.error(f"run {status}")
         summary, latency = summarize(rows), latency_summary(rows)
         run_dir.finish(status, summary, latency)
         self.echo(format_table(summary))

@@ -2,11 +2,16 @@
 summary.json), resume, per-episode result rows and the printed per-level table.
 
 A run directory never loses a finished episode: each result is appended and flushed as one
-JSON line the moment it is scored, and a rerun with the same output skips what is there.
+JSON line the moment it is scored, and a rerun with the same output skips what is there. A
+last line torn by a cut write is moved to results.jsonl.torn before the next append, and a run
+whose planned trials are not all in results.jsonl ends "incomplete", never "finished".
+A directory that cannot be created or written raises ``RunDirError`` (one line).
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import platform
 import sys
@@ -36,6 +41,10 @@ def package_versions() -> dict:
     return versions
 
 
+class RunDirError(RuntimeError):
+    """The run directory cannot be created or written (read-only, under a file, disk full)."""
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
     """Every complete JSON line of an append-only file (none if it does not exist); a line
     torn by a crash mid-write is skipped, so what was written before it is never lost."""
@@ -52,11 +61,13 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 
 class RunDirectory:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, log=None):
         self.path = Path(path)
         self.results_path = self.path / "results.jsonl"
+        self.torn_path = self.path / "results.jsonl.torn"
         self.run_path = self.path / "run.json"
         self.summary_path = self.path / "summary.json"
+        self.log = log if log is not None else logging.getLogger(__name__)
 
     # ------------------------------------------------------------------ reading
     def results(self) -> list[dict]:
@@ -66,54 +77,139 @@ class RunDirectory:
     def finished_keys(self) -> set[str]:
         return {row["key"] for row in self.results()}
 
+    def info(self) -> dict:
+        """run.json ({} when missing or unreadable)."""
+        try:
+            return json.loads(self.run_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+
     # ------------------------------------------------------------------ writing
-    def start(self, arguments: dict, trials: list[Trial], resume: bool) -> list[Trial]:
-        """Create/reuse the directory; return the trials still to run."""
-        self.path.mkdir(parents=True, exist_ok=True)
+    def start(self, arguments: dict, trials: list[Trial], resume: bool,
+              provenance: dict | None = None) -> list[Trial]:
+        """Create/reuse the directory (and its missing parents); return the trials still to
+        run. ``provenance``: what produced the episodes (evaluation.provenance)."""
+        self._create()
         if not resume and self.results_path.exists() and self.results_path.stat().st_size:
             raise FileExistsError(f"{self.results_path} already holds results; pass resume:=true "
                                   "to continue that run or choose another output directory")
         done = self.finished_keys() if resume else set()
-        self._write_json(self.run_path, {
-            "arguments": arguments, "versions": package_versions(),
+        run = {
+            "arguments": arguments, "versions": package_versions(), "provenance": provenance,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running",
             "trials": [{"key": trial_key(t), "task": t.task.id, "round": t.round, "seed": t.seed}
                        for t in trials],
             "resumed_with": len(done),
-        })
+        }
+        note = self._provenance_note(done) if resume else None
+        if note:
+            run["provenance_note"] = note
+        with self._writing("write run.json"):
+            self._write_json(self.run_path, run)
         return [t for t in trials if trial_key(t) not in done]
+
+    def _provenance_note(self, done: set[str]) -> str | None:
+        """Carried over, or new when resuming episodes whose run.json recorded no provenance."""
+        old = self.info()
+        if old.get("provenance_note"):
+            return old["provenance_note"]
+        if done and not old.get("provenance"):
+            return (f"{len(done)} episodes were run before provenance was recorded "
+                    "(their policy and settings are unknown)")
+        return None
+
+    def _create(self) -> None:
+        in_the_way = next((p for p in (self.path, *self.path.parents)
+                           if p.exists() and not p.is_dir()), None)
+        if in_the_way is not None:
+            raise RunDirError(f"run directory {self.path}: {in_the_way} is a file, "
+                              "not a directory")
+        with self._writing("create it"):
+            self.path.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def _writing(self, what: str):
+        """An OSError (permission, full disk) as one clear RunDirError line."""
+        try:
+            yield
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise RunDirError(f"run directory {self.path}: cannot {what}: {reason}{where}") \
+                from None
 
     def save_episode(self, trial: Trial, record, row: dict) -> str:
         """episodes/<task>_r<round>.npz with the frames (re-scoring, replay videos); returns
         its path relative to the run directory."""
         from vla_bridge.embodiment.episode_record import save_episode
         relative = Path("episodes") / trial.task.scene / f"{trial.task.id}_r{trial.round}.npz"
-        (self.path / relative).parent.mkdir(parents=True, exist_ok=True)
         meta = {k: row[k] for k in ("key", "task_id", "scene", "level", "round", "seed", "instruction")}
         meta.update(layout=trial.task.layout, intent_score=row.get("intent_score"),
                     exec_score=row.get("exec_score"), complete=row.get("complete"))
-        save_episode(self.path / relative, record, meta)
+        with self._writing(f"save {relative}"):
+            (self.path / relative).parent.mkdir(parents=True, exist_ok=True)
+            save_episode(self.path / relative, record, meta)
         return str(relative)
 
     def append(self, row: dict) -> None:
-        with open(self.results_path, "a") as f:
-            f.write(json.dumps(row, separators=(",", ":")) + "\n")
+        """One results line, flushed to disk (a torn last line is cut off first)."""
+        with self._writing("append to results.jsonl"):
+            self.cut_torn_line()
+            with open(self.results_path, "a") as f:
+                f.write(json.dumps(row, separators=(",", ":")) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+
+    def cut_torn_line(self) -> int:
+        """When results.jsonl does not end in a newline (a write cut short: full disk, a
+        crash), move the partial last line to results.jsonl.torn and cut the file back to its
+        last newline, so the next row is not glued onto it; the bytes moved (0: none)."""
+        if not self.results_path.exists() or self.results_path.stat().st_size == 0:
+            return 0
+        with open(self.results_path, "rb+") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b"\n":
+                return 0
+            f.seek(0)
+            data = f.read()
+            keep = data.rfind(b"\n") + 1
+            with open(self.torn_path, "ab") as torn:
+                torn.write(data[keep:] + b"\n")
+                torn.flush()
+                os.fsync(torn.fileno())
+            f.truncate(keep)
             f.flush()
             os.fsync(f.fileno())
+        self.log.error(f"{self.results_path}: its last line was torn (a cut write); moved its "
+                       f"{len(data) - keep} bytes to {self.torn_path.name}")
+        return len(data) - keep
 
     def finish(self, status: str, summary: dict, latency: dict | None = None) -> None:
-        self._write_json(self.summary_path, summary)
-        if latency:
-            self._write_json(self.path / LATENCY_FILE, latency)
-        run = json.loads(self.run_path.read_text())
-        run.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        self._write_json(self.run_path, run)
+        with self._writing("write summary.json / run.json"):
+            self._write_json(self.summary_path, summary)
+            if latency:
+                self._write_json(self.path / LATENCY_FILE, latency)
+            run = self.info()
+            run.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            self._write_json(self.run_path, run)
 
     @staticmethod
     def _write_json(path: Path, payload: dict) -> None:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, indent=1))
         tmp.replace(path)  # atomic: a crash never leaves half a file
+
+
+def completion_status(status: str, planned: list[Trial], rows) -> str:
+    """The run's final status: "finished" only when every planned trial has its row in
+    results.jsonl, else "incomplete: N of M trials missing ..." (another status is kept)."""
+    present = {row.get("key") for row in rows}
+    missing = [trial_key(t) for t in planned if trial_key(t) not in present]
+    if status != "finished" or not missing:
+        return status
+    shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+    return (f"incomplete: {len(missing)} of {len(planned)} trials missing from results.jsonl "
+            f"({shown}); resume to run them")
 
 
 #: per-call policy timings kept per episode (ms): the backend's whole predict call, the

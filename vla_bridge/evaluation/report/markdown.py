@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from vla_bridge.evaluation.provenance import describe
 from vla_bridge.evaluation.report.common import LEVELS, METRICS, group_key
 
 RUN_ARGUMENTS = ("policy", "scene", "levels", "tasks", "rounds", "base_seed", "lock_step",
@@ -29,12 +30,19 @@ def _md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]
 
 # =============================================================================== sections
 
+def provenance_line(run: dict) -> str:
+    """What produced the run (run.json's provenance), with its note when there is one."""
+    note = run.get("provenance_note")
+    return describe(run.get("provenance")) + (f" (note: {note})" if note else "")
+
+
 def _header(report: dict) -> list[str]:
     run, total = report["run"], report["groups"]["all"]
     args = run.get("arguments") or {}
     out = [f"# Run report: {Path(report['run_dir']).name}", ""]
     out.append(f"- run directory: `{report['run_dir']}`; status: {run.get('status') or 'unknown'}"
                f"; generated {report['generated']}")
+    out.append(f"- produced by: {provenance_line(run)}")
     if args:
         out.append("- arguments: " + ", ".join(f"{k}={args[k]}" for k in RUN_ARGUMENTS
                                                if k in args and args[k] != ""))
@@ -204,13 +212,13 @@ def format_markdown(report: dict) -> str:
 
 
 def format_console(report: dict) -> str:
-    """A short plain-text table for the terminal."""
+    """What produced the run and a short plain-text table, for the terminal."""
     paper = report.get("paper")
     head = (f"{'group':<12}{'eps':>5}{'tasks':>6}  "
             + "".join(f"{m + ' % [95% CI]':<22}" for m in METRICS))
     if paper:
         head += f"paper {paper['model']} IS/ES/CR"
-    lines = [head, "-" * len(head)]
+    lines = [f"run: {provenance_line(report['run'])}", head, "-" * len(head)]
     for group, v in report["groups"].items():
         line = (f"{group:<12}{v['n_episodes']:>5}{v['n_tasks']:>6}  " +
                 "".join(f"{_fmt_ci(v[m]):<22}" for m in METRICS))

@@ -1,0 +1,149 @@
+"""A run's provenance, without ROS: what produced its episodes and with which code.
+
+``run_provenance`` gathers the settings that give an episode its meaning -- the policy spec
+and a fingerprint of its checkpoint, sim or hardware, the cue protocol, the base seed, the
+budget -- and the project's git commit; run.json records them (``RunDirectory.start``).
+``resume_differences`` names what a resume would change, so the evaluator can refuse to mix
+two setups in one run directory; ``describe`` is the one-line summary the report prints.
+"""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+from vla_bridge.policy_nodes.registry import parse_spec
+
+#: policy spec arguments that name local weights or recordings (``torch?checkpoint=DIR``,
+#: ``replay?path=RUN``): their files are fingerprinted
+CHECKPOINT_ARGS = ("checkpoint", "path")
+#: the fields a resume must keep (they change what an episode means)
+RESUME_FIELDS = ("policy", "checkpoint", "hardware", "cue", "base_seed", "budget")
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding vla_bridge/
+UNKNOWN = "unknown"
+
+
+def fingerprint(path: str | Path) -> dict:
+    """sha256 over a file's bytes, or over a directory's files (relative names, sizes and
+    bytes, in name order), with the number of files and bytes."""
+    path = Path(path).expanduser()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest, total = hashlib.sha256(), 0
+    for file in files:
+        size = file.stat().st_size
+        if file != path:
+            digest.update(f"{file.relative_to(path).as_posix()}\0{size}\0".encode())
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        total += size
+    return {"sha256": digest.hexdigest(), "files": len(files), "bytes": total}
+
+
+def checkpoint_of(policy: str) -> dict | None:
+    """The checkpoint a policy spec names (None: it names none, e.g. oracle or hold): its
+    argument and path, and ``fingerprint`` when the path is a local file or directory."""
+    try:
+        _, args = parse_spec(policy)
+    except ValueError:  # a malformed spec: the policy node reports it
+        return None
+    for key in CHECKPOINT_ARGS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            local = Path(value).expanduser()
+            if local.exists():
+                return {"arg": key, "path": value, **fingerprint(local)}
+            return {"arg": key, "path": value, "sha256": None,
+                    "note": "not a local file or directory"}
+    return None
+
+
+def git_commit(root: str | Path = SOURCE_ROOT) -> str:
+    """The commit of the git checkout at ``root``; "unknown" when it is none (an installed
+    package) or git is missing or fails."""
+    root = Path(root)
+    if not (root / ".git").exists():
+        return UNKNOWN
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return UNKNOWN
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else UNKNOWN
+
+
+def hardware_of(params: dict) -> str:
+    """What filled the robot role: sim (the sim node), fake_piper (firmware emulator) or piper."""
+    hardware = params.get("hardware") or "sim"
+    if hardware == "piper" and params.get("use_fake_hardware"):
+        return "fake_piper"
+    return hardware
+
+
+def run_provenance(params: dict, cues) -> dict:
+    """run.json's ``provenance`` of a run with the evaluator's ``params`` (episodes.PARAMS)
+    and its resolved cue protocol (a CueRun)."""
+    policy = str(params.get("policy", ""))
+    return {
+        "policy": policy, "checkpoint": checkpoint_of(policy), "hardware": hardware_of(params),
+        "cue": {"protocol": cues.protocol or None, "family": cues.family,
+                "variant": cues.variant, "placement": cues.placement if cues.protocol else None},
+        "base_seed": int(params["base_seed"]),
+        "budget": {"max_policy_calls": int(params["max_policy_calls"]),
+                   "max_actions_per_call": int(params["max_actions_per_call"])},
+        "git_commit": git_commit(),
+    }
+
+
+def _comparable(name: str, value):
+    """A checkpoint is the same when its fingerprint is (or, without one, its path)."""
+    if name == "checkpoint" and value:
+        return value.get("sha256") or value.get("path")
+    return value
+
+
+def _short(name: str, value) -> str:
+    if name == "checkpoint" and value:
+        fp = value.get("sha256")
+        return f"{value.get('path')!r} (sha256 {fp[:12] if fp else 'none'})"
+    return repr(value)
+
+
+def resume_differences(old: dict | None, new: dict, rows=()) -> list[str]:
+    """What differs between a run directory's recorded provenance ``old`` and this run's
+    ``new`` (each "name: old -> new"); also a results row naming another policy. A field
+    ``old`` lacks (a directory from before it was recorded) is not compared."""
+    found = []
+    for name in RESUME_FIELDS:
+        if old is not None and name in old:
+            was, now = _comparable(name, old[name]), _comparable(name, new[name])
+            if was != now:
+                found.append(f"{name} {_short(name, old[name])} -> {_short(name, new[name])}")
+    policies = sorted({str(row["policy"]) for row in rows if "policy" in row} - {new["policy"]})
+    if policies and not any(item.startswith("policy ") for item in found):
+        found.append(f"policy {policies[0]!r} (results.jsonl) -> {new['policy']!r}")
+    return found
+
+
+def describe(provenance: dict | None) -> str:
+    """One line: policy, checkpoint, hardware, cue protocol, seed, budget, commit."""
+    if not provenance:
+        return "provenance not recorded (a run directory from before it was)"
+    p = provenance
+    checkpoint = p.get("checkpoint")
+    cue = p.get("cue") or {}
+    budget = p.get("budget") or {}
+    parts = [f"policy {p.get('policy') or '?'}"]
+    if checkpoint:
+        parts.append(f"checkpoint {_short('checkpoint', checkpoint)}")
+    parts.append(f"on {p.get('hardware', '?')}")
+    if cue.get("protocol"):
+        parts.append("cue " + "/".join(str(cue[k]) for k in ("protocol", "family", "variant",
+                                                             "placement") if cue.get(k)))
+    parts.append(f"base seed {p.get('base_seed', '?')}")
+    if budget:
+        parts.append(f"budget {budget.get('max_policy_calls')} calls x "
+                     f"{budget.get('max_actions_per_call')} actions")
+    parts.append(f"commit {str(p.get('git_commit', UNKNOWN))[:12]}")
+    return ", ".join(parts)
