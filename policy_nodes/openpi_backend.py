@@ -36,9 +36,15 @@ ALOHA runtime (what pi0 ALOHA checkpoints expect, ``adapt_to_pi``) uses two spac
   the Interbotix horn linkage (``h = 0.022 m`` horn radius, ``L = 0.036 m`` arm length):
   ``theta = JOINT_CLOSE + a (JOINT_OPEN - JOINT_CLOSE)``,
   ``x = h sin(theta) + sqrt(L^2 - h^2 cos^2(theta))``,
-  ``g = clip((x - POS_CLOSE) / (POS_OPEN - POS_CLOSE), 0, 1)``; the exact inverse is
-  ``theta = arcsin((h^2 + x^2 - L^2) / (2 h x))`` (what openpi's ``gripper_to_angular``
-  applies to the state). a = 0 -> g = 0 and a = 1 -> g = 0.997 (fully open).
+  ``g = clip((x - X_CLOSE) / (X_OPEN - X_CLOSE), 0, 1)``, where ``X_CLOSE = 0.018435 m`` and
+  ``X_OPEN = 0.057887 m`` are the linkage's positions at JOINT_CLOSE and JOINT_OPEN; the
+  exact inverse is ``theta = arcsin((h^2 + x^2 - L^2) / (2 h x))`` (what openpi's
+  ``gripper_to_angular`` applies to the state). a = 0 <-> g = 0 and a = 1 <-> g = 1 (fully
+  open) exactly, so an open gripper goes out as 1.0, never beyond [0, 1]. (Normalised
+  between POS_CLOSE and POS_OPEN, as the state is, the linkage would reach only 0.997 at
+  JOINT_OPEN and our open 1.0 would go out as 1.038.)
+
+Both directions are float32 on the wire, as openpi's servers and clients send them.
 
 ``gripper="identity"`` passes both through: use it for checkpoints fine-tuned on data in
 our convention (e.g. AgileX / RoboTwin data with ``adapt_to_pi=False``). Arm joints always
@@ -69,26 +75,37 @@ POS_OPEN, POS_CLOSE = 0.05800, 0.01844  # ALOHA puppet finger position, m
 JOINT_OPEN, JOINT_CLOSE = 1.4910, -0.6213  # ALOHA puppet gripper joint, rad
 HORN_RADIUS, ARM_LENGTH = 0.022, 0.036  # Interbotix gripper linkage, m
 GRIPPERS = ("aloha", "identity")
+WIRE_DTYPE = np.float32  # what openpi servers and clients send (actions and state)
+
+
+def finger_position(theta):
+    """Finger position (m) of the Interbotix horn linkage at gripper joint angle theta (rad)."""
+    h, L = HORN_RADIUS, ARM_LENGTH
+    return h * np.sin(theta) + np.sqrt(L * L - (h * np.cos(theta)) ** 2)
+
+
+# The linkage's finger positions at the ALOHA joint limits (0.018435 m and 0.057887 m):
+# our action opening is normalised between these, so a = 0 <-> g = 0 and a = 1 <-> g = 1.
+X_CLOSE, X_OPEN = float(finger_position(JOINT_CLOSE)), float(finger_position(JOINT_OPEN))
 
 
 def aloha_action_gripper_to_contract(a):
     """ALOHA action gripper (normalised joint angle, 1 = open) -> ours (opening, 1 = open)."""
     theta = JOINT_CLOSE + np.asarray(a, float) * (JOINT_OPEN - JOINT_CLOSE)
-    h, L = HORN_RADIUS, ARM_LENGTH
-    x = h * np.sin(theta) + np.sqrt(L * L - (h * np.cos(theta)) ** 2)
-    return np.clip((x - POS_CLOSE) / (POS_OPEN - POS_CLOSE), 0.0, 1.0)
+    return np.clip((finger_position(theta) - X_CLOSE) / (X_OPEN - X_CLOSE), 0.0, 1.0)
 
 
 def contract_gripper_to_aloha_action(g):
-    """Inverse of aloha_action_gripper_to_contract (ours -> ALOHA normalised joint angle)."""
+    """Inverse of aloha_action_gripper_to_contract (ours -> ALOHA normalised joint angle):
+    [0, 1] maps onto [0, 1] exactly."""
     h, L = HORN_RADIUS, ARM_LENGTH
-    x = POS_CLOSE + np.clip(np.asarray(g, float), 0.0, 1.0) * (POS_OPEN - POS_CLOSE)
+    x = X_CLOSE + np.clip(np.asarray(g, float), 0.0, 1.0) * (X_OPEN - X_CLOSE)
     theta = np.arcsin(np.clip((h * h + x * x - L * L) / (2 * h * x), -1.0, 1.0))
-    return (theta - JOINT_CLOSE) / (JOINT_OPEN - JOINT_CLOSE)
+    return np.clip((theta - JOINT_CLOSE) / (JOINT_OPEN - JOINT_CLOSE), 0.0, 1.0)
 
 
 def actions_from_wire(actions: np.ndarray, gripper: str) -> np.ndarray:
-    """Server actions -> contract actions (grippers at contract.GRIPPER_INDEX)."""
+    """Server actions -> contract actions (float64; grippers at contract.GRIPPER_INDEX)."""
     out = np.array(actions, dtype=float)
     if gripper == "aloha":
         for i in C.GRIPPER_INDEX.values():
@@ -97,16 +114,17 @@ def actions_from_wire(actions: np.ndarray, gripper: str) -> np.ndarray:
 
 
 def actions_to_wire(actions: np.ndarray, gripper: str) -> np.ndarray:
+    """Contract actions -> what a server sends: float32, as openpi's servers do."""
     out = np.array(actions, dtype=float)
     if gripper == "aloha":
         for i in C.GRIPPER_INDEX.values():
             out[:, i] = contract_gripper_to_aloha_action(out[:, i])
-    return out
+    return out.astype(WIRE_DTYPE)
 
 
 # The state gripper is the same quantity in both conventions (normalised finger opening).
 def state_to_wire(state: np.ndarray, gripper: str) -> np.ndarray:
-    return np.asarray(state, dtype=float)
+    return np.asarray(state, dtype=WIRE_DTYPE)
 
 
 def state_from_wire(state: np.ndarray, gripper: str) -> np.ndarray:

@@ -9,15 +9,12 @@ Rules, in the order they apply (each returns a `SafetyEvent` naming the rule whe
 
 ``wrong_length`` / ``non_finite``
     a target that is not 7 finite numbers is rejected whole, as if none had arrived.
-``joint_limit``
-    joints are clipped to the tightest of the SDK's and the model's ranges
-    (`PiperKinematics.limits`), shrunk by a margin, optionally tightened further by the file.
-``gripper_range``
-    the gripper opening is clipped to [gripper_min, gripper_max].
-``max_speed`` / ``max_step``
-    the joint step from the last command is scaled down (direction kept) so no joint moves
-    faster than its max speed over the time since the last command, nor more than max_step
-    in one command.
+``joint_limit`` / ``gripper_range`` / ``max_speed`` / ``max_step``
+    the rules shared with the sim (`vla_bridge.embodiment.limits.JointLimits`): joints
+    clipped to the tightest of the SDK's and the model's ranges shrunk by a margin, the
+    gripper to [gripper_min, gripper_max], and the joint step from the last command scaled
+    down (direction kept) so no joint moves faster than its max speed over the time since
+    the last command, nor more than max_step in one command.
 ``workspace``
     the flange and the tool centre point, by the SDK's modified-DH forward kinematics placed
     at the arm's mount (`workcell.MOUNTS`), must stay inside a world-frame box; a command
@@ -39,18 +36,15 @@ from pathlib import Path
 import numpy as np
 
 from vla_bridge.embodiment.kinematics import TCP_DEPTH, ArmMount, PiperKinematics
-from vla_bridge.paths import config_path
+from vla_bridge.embodiment.limits import (LIMIT_KEYS, RULE_GRIPPER, RULE_JOINT_LIMIT,  # noqa: F401
+                                          RULE_SPEED, RULE_STEP, SAFETY_FILE, JointLimits,
+                                          read_safety_file)
 from vla_bridge.embodiment.workcell import MOUNTS
 
 DIM = 7  # six joints + gripper
-SAFETY_FILE = "piper_safety.yaml"
 
 RULE_LENGTH = "wrong_length"
 RULE_NON_FINITE = "non_finite"
-RULE_JOINT_LIMIT = "joint_limit"
-RULE_GRIPPER = "gripper_range"
-RULE_SPEED = "max_speed"
-RULE_STEP = "max_step"
 RULE_WORKSPACE = "workspace"
 RULE_WATCHDOG = "watchdog"
 RULE_ESTOP = "estop"
@@ -95,31 +89,17 @@ class SafetyParams:
     @classmethod
     def from_dict(cls, d: dict, kin: PiperKinematics | None = None) -> SafetyParams:
         """From the keys of config/piper_safety.yaml (missing keys take the defaults below)."""
-        kin = kin or PiperKinematics()
-        known = {"joint_limit_margin_rad", "joint_limits_rad", "max_joint_speed_rad_s",
-                 "max_step_rad", "gripper_min", "gripper_max", "workspace_check",
-                 "workspace_min_m", "workspace_max_m", "watchdog_timeout_s", "tcp_depth_m"}
+        known = LIMIT_KEYS | {"workspace_check", "workspace_min_m", "workspace_max_m",
+                              "watchdog_timeout_s", "tcp_depth_m"}
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"unknown safety parameters {unknown}; known: {sorted(known)}")
-        margin = float(d.get("joint_limit_margin_rad", 0.02))
-        limits = kin.limits.copy()  # tightest of the SDK table and the model
-        extra = d.get("joint_limits_rad")
-        if extra:
-            extra = np.asarray(extra, dtype=float).reshape(6, 2)
-            limits[:, 0] = np.maximum(limits[:, 0], extra[:, 0])  # only ever tightens
-            limits[:, 1] = np.minimum(limits[:, 1], extra[:, 1])
-        limits = limits + np.array([margin, -margin])
-        if np.any(limits[:, 0] >= limits[:, 1]):
-            raise ValueError(f"joint limits are empty after the margin: {limits.tolist()}")
-        speed = np.broadcast_to(np.asarray(d.get("max_joint_speed_rad_s", 1.0), dtype=float),
-                                (6,)).copy()
+        lim = JointLimits.from_dict(d, kin or PiperKinematics())
         wmin = np.asarray(d.get("workspace_min_m", [-0.70, -0.60, 0.755]), dtype=float)
         wmax = np.asarray(d.get("workspace_max_m", [0.70, 0.35, 1.30]), dtype=float)
-        params = cls(joint_limits=limits, max_joint_speed=speed,
-                     max_step=float(d.get("max_step_rad", 0.1)),
-                     gripper_min=float(d.get("gripper_min", 0.0)),
-                     gripper_max=float(d.get("gripper_max", 1.0)),
+        params = cls(joint_limits=lim.joint_limits, max_joint_speed=lim.max_joint_speed,
+                     max_step=lim.max_step, gripper_min=lim.gripper_min,
+                     gripper_max=lim.gripper_max,
                      workspace_check=bool(d.get("workspace_check", True)),
                      workspace_min=wmin, workspace_max=wmax,
                      watchdog_timeout_s=float(d.get("watchdog_timeout_s", 0.5)),
@@ -127,12 +107,14 @@ class SafetyParams:
         params.validate()
         return params
 
+    @property
+    def limits(self) -> JointLimits:
+        """The joint-limit and step rules (shared with the sim: embodiment/limits.py)."""
+        return JointLimits(self.joint_limits, self.max_joint_speed, self.max_step,
+                           self.gripper_min, self.gripper_max)
+
     def validate(self) -> None:
-        if np.any(self.max_joint_speed <= 0) or self.max_step <= 0:
-            raise ValueError("max_joint_speed_rad_s and max_step_rad must be positive")
-        if not 0.0 <= self.gripper_min < self.gripper_max <= 1.0:
-            raise ValueError(f"need 0 <= gripper_min < gripper_max <= 1, got "
-                             f"{self.gripper_min}, {self.gripper_max}")
+        self.limits.validate()
         if self.workspace_min.shape != (3,) or self.workspace_max.shape != (3,) or \
                 np.any(self.workspace_min >= self.workspace_max):
             raise ValueError(f"workspace box needs 3 values each with min < max, got "
@@ -146,23 +128,6 @@ class SafetyParams:
         params = SafetyParams(**values)
         params.validate()
         return params
-
-
-def read_safety_file(path: str | Path | None = None) -> dict:
-    """The safety mapping of a params file: plain keys, or under ``<node>: ros__parameters:
-    safety:`` (the ROS 2 params-file layout config/piper_safety.yaml uses)."""
-    import yaml
-
-    path = Path(path) if path else config_path(SAFETY_FILE)
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at the top level")
-    for value in data.values():  # <node name>: {ros__parameters: {...}}
-        if isinstance(value, dict) and "ros__parameters" in value:
-            data = value["ros__parameters"] or {}
-            break
-    return dict(data.get("safety", data))
 
 
 def load_safety_params(path: str | Path | None = None) -> SafetyParams:
@@ -293,47 +258,15 @@ class SafetyFilter:
         return measured
 
     def _clip_limits(self, cand, events, now) -> np.ndarray:
-        lim = self.params.joint_limits
-        clipped = cand.copy()
-        clipped[:6] = np.clip(cand[:6], lim[:, 0], lim[:, 1])
-        over = np.flatnonzero(clipped[:6] != cand[:6])
-        if over.size:
-            parts = [f"joint{i + 1} {cand[i]:+.4f} -> {clipped[i]:+.4f}" for i in over]
-            events.append(self._event(RULE_JOINT_LIMIT, "clipped " + ", ".join(parts), now))
-        g = min(max(cand[6], self.params.gripper_min), self.params.gripper_max)
-        if g != cand[6]:
-            events.append(self._event(RULE_GRIPPER, f"gripper {cand[6]:.4f} -> {g:.4f}", now))
-            clipped[6] = g
+        clipped, notes = self.params.limits.clip(cand)
+        events.extend(self._event(n.rule, n.detail, now) for n in notes)
         return clipped
 
     def _limit_speed(self, cand, reference, now, events) -> np.ndarray:
-        delta = cand[:6] - reference[:6]
-        step_allow = np.full(6, self.params.max_step)
-        if self.last_command_time is not None:
-            dt = max(now - self.last_command_time, 0.0)
-            speed_allow = self.params.max_joint_speed * dt
-        else:
-            dt, speed_allow = None, np.full(6, np.inf)
-        allow = np.minimum(step_allow, speed_allow)
-        mag = np.abs(delta)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.where(mag > 0, np.where(allow > 0, mag / allow, np.inf), 0.0)
-        worst = int(np.argmax(ratios))
-        ratio = float(ratios[worst])
-        if ratio <= 1.0 + 1e-12:
-            return cand
-        out = cand.copy()
-        out[:6] = reference[:6] + (delta / ratio if np.isfinite(ratio) else 0.0)
-        if speed_allow[worst] < step_allow[worst]:
-            speed = mag[worst] / dt if dt else np.inf
-            events.append(self._event(
-                RULE_SPEED, f"joint{worst + 1} asked {speed:.3f} rad/s over {dt:.4f} s "
-                            f"(max {self.params.max_joint_speed[worst]:.3f}); step scaled by "
-                            f"{1 / ratio:.3f}", now))
-        else:
-            events.append(self._event(
-                RULE_STEP, f"joint{worst + 1} step {mag[worst]:.4f} rad > max {self.params.max_step} "
-                           f"rad per command; step scaled by {1 / ratio:.3f}", now))
+        dt = None if self.last_command_time is None else now - self.last_command_time
+        out, note = self.params.limits.limit_step(cand, reference, dt)
+        if note is not None:
+            events.append(self._event(note.rule, note.detail, now))
         return out
 
     # ------------------------------------------------------------------ workspace

@@ -1,17 +1,29 @@
 """One episode on a simulator backend, independent of ROS: reset, observations, chunk
 execution under the policy-call budget. The sim node and the in-process runner both use it,
 so the node graph and the direct run execute exactly the same steps.
+
+Every target goes through the real arm's limit and step rules (`embodiment.limits`, numbers
+from config/piper_safety.yaml) before it is applied: joints clipped to the arm's ranges (the
+ranges themselves; the real arm's extra margin guards servo overshoot the sim does not have),
+grippers to [gripper_min, gripper_max], and each joint's step from the last executed command
+to the arm's own top speed (arm_max_joint_speed_rad_s, 3 rad/s) times the control period.
+The executed, clamped command is what `command` (and so the recorded frames) holds; each
+clamp is a `LimitEvent` in `events` for the caller to log. The filter's conservative caps
+for first contact with hardware (max_joint_speed_rad_s, max_step_rad) are not applied: at
+the sim's 0.06 s tick they allow 0.06-0.1 rad, and the oracle's own plans step up to 0.11.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
 from vla_bridge import contract
+from vla_bridge.embodiment.limits import JointLimits, load_sim_limits
+from vla_bridge.embodiment.workcell import arm_slice, home_command
 from vla_bridge.policy_nodes.backend import Observation
 from vla_bridge.sim_nodes.backend import SimBackend
-from vla_bridge.embodiment.workcell import home_command
 
 
 @dataclass
@@ -20,14 +32,39 @@ class Budget:
     max_actions_per_call: int = 50
 
 
+@dataclass(frozen=True)
+class LimitEvent:
+    """A limit or step rule that changed a target at a tick."""
+    tick: int
+    arm: str
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"tick {self.tick} [{self.arm}] {self.rule}: {self.detail}"
+
+
+def summarize_events(events: list[LimitEvent], show: int = 3) -> str:
+    """One log line for a batch of limit events: counts per rule, then the first few."""
+    counts = Counter(e.rule for e in events)
+    rules = ", ".join(f"{rule} x{n}" for rule, n in sorted(counts.items()))
+    first = "; ".join(str(e) for e in events[:show])
+    more = f"; ... {len(events) - show} more" if len(events) > show else ""
+    return f"clamped action targets ({rules}): {first}{more}"
+
+
 class SimSession:
-    def __init__(self, backend: SimBackend, cameras=contract.CAMERAS):
+    def __init__(self, backend: SimBackend, cameras=contract.CAMERAS,
+                 limits: JointLimits | None = None):
         self.backend = backend
         self.cameras = tuple(cameras)
+        self.limits = limits or load_sim_limits()
         self.budget = Budget()
         self.calls = 0
         self.ticks = 0
         self.command = home_command()
+        self.events: list[LimitEvent] = []
+        self._awaiting = None  # stamp of the observation whose answer is not counted yet
 
     def begin(self, scene: str, layout: str, seed: int, budget: Budget | None = None,
               cue_objects=()) -> None:
@@ -36,18 +73,40 @@ class SimSession:
         self.calls = 0
         self.ticks = 0
         self.command = home_command()
+        self.events = []
+        self._awaiting = None
 
     @property
     def done(self) -> bool:
         return self.calls >= self.budget.max_policy_calls
 
     def observation(self, images: bool = True, world: bool = True) -> Observation:
-        return Observation(
+        obs = Observation(
             state=self.backend.joint_positions(),
             images={c: self.backend.render(c) for c in self.cameras} if images else {},
             stamp=self.backend.time,
             world=self.backend.world_state() if world else None,
         )
+        self.awaiting(obs.stamp)
+        return obs
+
+    def awaiting(self, stamp) -> None:
+        """An observation with this stamp went out: the first chunk answering it is a call."""
+        self._awaiting = stamp
+
+    def count_call(self, stamp) -> bool:
+        """Count a chunk (real time) as a policy call when it answers the observation awaiting
+        an answer; once per observation, so a flood of chunks for one stamp is one call."""
+        if stamp is None or stamp != self._awaiting:
+            return False
+        self._awaiting = None
+        self.calls += 1
+        return True
+
+    def drain_events(self) -> list[LimitEvent]:
+        """The limit events since the last drain (the caller logs them)."""
+        events, self.events = self.events, []
+        return events
 
     def execute(self, chunk):
         """Run one policy call's chunk (truncated to the per-call budget); yields after each
@@ -56,16 +115,33 @@ class SimSession:
             raise RuntimeError("policy-call budget already spent")
         actions = contract.validate_chunk(chunk)[: self.budget.max_actions_per_call]
         self.calls += 1
+        self._awaiting = None  # this chunk answered the observation
         for target in actions:
             self.step_action(target)
-            yield target
+            yield self.command
 
     def step_action(self, target) -> None:
-        """Apply one absolute joint target and advance one control period."""
-        self.backend.apply(target)
-        self.command = np.asarray(target, dtype=float)
+        """Apply one absolute joint target, within the limits, and advance one control period."""
+        command = self.enforce_limits(target)
+        self.backend.apply(command)
+        self.command = command
         self.backend.step()
         self.ticks += 1
+
+    def enforce_limits(self, target) -> np.ndarray:
+        """The target (contract vector) per arm clipped to the ranges and step-limited from the
+        last command; every rule that acted is added to `events`."""
+        target = np.asarray(target, dtype=float)
+        out = target.copy()
+        for arm in contract.ARMS:
+            sl = arm_slice(arm)
+            cand, notes = self.limits.clip(target[sl])
+            cand, note = self.limits.limit_step(cand, self.command[sl],
+                                                self.backend.control_period)
+            notes += [note] if note is not None else []
+            self.events += [LimitEvent(self.ticks + 1, arm, n.rule, n.detail) for n in notes]
+            out[sl] = cand
+        return out
 
     @property
     def max_ticks(self) -> int:

@@ -30,7 +30,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
-from vla_bridge.sim_nodes.session import Budget, SimSession
+from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
 BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_control)
 BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend"}
@@ -210,6 +210,7 @@ class SimNode(Node):
         if not self.image_every_tick:
             self.publish_images(t)
         self.pending_stamp_ns = messages.stamp_ns(messages.sec_to_stamp(t))
+        self.session.awaiting(self.pending_stamp_ns)  # its first answer is a policy call
         self.observed_at = time.perf_counter()
 
     # ------------------------------------------------------------------ actions
@@ -238,6 +239,7 @@ class SimNode(Node):
             t1 = time.perf_counter()
             self.publish_tick()
             timing["publish_s"] += time.perf_counter() - t1
+        self.log_limit_events()
         self.flush_frames()
         timing["step_s"] += time.perf_counter() - t0
         self.status(C.STATUS_CHUNK_DONE, tick=self.session.ticks, calls=self.session.calls)
@@ -250,6 +252,12 @@ class SimNode(Node):
             self.publish_observation()
 
 
+    def log_limit_events(self) -> None:
+        """One warning for the targets the session clamped to the arm's limits since the last."""
+        events = self.session.drain_events()
+        if events:
+            self.get_logger().warning(summarize_events(events))
+
     def close(self) -> None:
         self.session.backend.close()
         shutil.rmtree(self.cue_texture_dir, ignore_errors=True)
@@ -261,13 +269,14 @@ class SimNode(Node):
         try:
             chunk = C.validate_chunk(messages.msg_to_chunk(msg, C.JOINT_NAMES))
         except ValueError as exc:
+            self.get_logger().error(f"rejected action chunk: {exc}")
             self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
             return
         t_obs = messages.stamp_to_sec(msg.header.stamp)
         now = self.now()
         due = [(t_obs + (k + 1) * self.dt, a) for k, a in enumerate(chunk)]
         self.queue = [(t, a) for t, a in due if t > now + 1e-9]  # the newest chunk wins
-        self.session.calls += 1
+        self.session.count_call(messages.stamp_ns(msg.header.stamp))  # once per observation
 
     def real_time_tick(self) -> None:
         if not self.running:
@@ -275,6 +284,8 @@ class SimNode(Node):
         target = self.queue.pop(0)[1] if self.queue else self.session.command  # hold when dry
         self.session.step_action(target)
         self.publish_tick()
+        if self.session.ticks % self.observation_period == 0:
+            self.log_limit_events()
         if self.session.ticks >= self.session.max_ticks:
             self.running = False
             self.status(C.STATUS_DONE, ticks=self.session.ticks, calls=self.session.calls,

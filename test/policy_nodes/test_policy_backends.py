@@ -152,7 +152,7 @@ def test_real_openpi_client_drives_our_server(hold_server):
     np.testing.assert_allclose(actions[:, arm], np.tile(state[arm], (50, 1)))
     # the gripper leaves in openpi's ALOHA action convention and converts back exactly
     np.testing.assert_allclose(aloha_action_gripper_to_contract(actions[:, [6, 13]]),
-                               np.tile(state[[6, 13]], (50, 1)), atol=1e-9)
+                               np.tile(state[[6, 13]], (50, 1)), atol=1e-6)  # float32 wire
     with pytest.raises(RuntimeError, match="state"):  # server errors arrive as openpi's do
         client.infer({"prompt": "no state"})
 
@@ -453,8 +453,9 @@ def test_lerobot_checkpoint_runs_through_the_policy_node(tmp_path):
     assert row["status"] == "ok", row.get("error")
     assert row["policy_calls"] == 2 and row["frames"] == 41  # ACT chunks of 20
     # The executed targets are the model's chunk un-normalised by the checkpoint's
-    # postprocessor (action mean 0, std 0.01): near 0 rad, far from the home pose, and varying.
-    commands = episode_commands(out)[1:]
+    # postprocessor (action mean 0, std 0.01): near 0 rad, far from the home pose, and varying
+    # (the second chunk: the sim's speed limit takes the first ticks to get there from home).
+    commands = episode_commands(out)[21:]
     assert np.abs(commands).max() < 0.1
     assert np.abs(commands[:, 1] - 0.75).min() > 0.5  # joint 2 left home (0.75 rad)
     assert np.ptp(commands, axis=0).max() > 1e-4

@@ -1,0 +1,111 @@
+"""The sim session applies the arm's limit and step rules to every target and counts one
+policy call per answered observation (pure: a fake backend, no MuJoCo, no ROS)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vla_bridge import contract as C
+from vla_bridge.embodiment.limits import RULE_GRIPPER, RULE_JOINT_LIMIT, RULE_SPEED
+from vla_bridge.embodiment.workcell import arm_slice, home_command
+from vla_bridge.sim_nodes.backend import SimBackend
+from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
+
+
+class FakeBackend(SimBackend):
+    """Joints follow the applied target exactly; remembers what was applied."""
+    control_period = 0.06
+
+    def __init__(self):
+        self.q, self.t, self.applied = home_command(), 0.0, []
+
+    def reset(self, scene, layout, seed, cue_objects=()):
+        self.q, self.t, self.applied = home_command(), 0.0, []
+
+    def apply(self, target):
+        self.applied.append(np.array(target))
+        self.q = np.array(target)
+
+    def step(self):
+        self.t += self.control_period
+
+    def joint_positions(self):
+        return self.q.copy()
+
+    def world_state(self):
+        return None
+
+    def render(self, camera):
+        return np.zeros((2, 2, 3), np.uint8)
+
+    def camera_model(self, camera):
+        raise NotImplementedError
+
+    @property
+    def time(self):
+        return self.t
+
+
+@pytest.fixture
+def session() -> SimSession:
+    s = SimSession(FakeBackend())
+    s.begin("scene1", "layout", 0, Budget(10, 50))
+    return s
+
+
+def absurd_chunk() -> np.ndarray:
+    chunk = np.tile(home_command(), (3, 1))
+    left, right = arm_slice("left"), arm_slice("right")
+    chunk[0, left.start] = 1e6  # left joint1
+    chunk[1, C.GRIPPER_INDEX["left"]] = 5.0
+    chunk[1, C.GRIPPER_INDEX["right"]] = -4.0
+    chunk[2, right.start + 1] += 3.0  # a 3 rad jump on right joint2
+    return chunk
+
+
+def test_absurd_targets_are_clamped_logged_and_recorded_clamped(session):
+    executed = [cmd.copy() for cmd in session.execute(absurd_chunk())]
+    lim = session.limits
+    max_tick = lim.max_joint_speed * session.backend.control_period  # 3 rad/s x 0.06 s
+    steps = np.abs(np.diff([home_command(), *executed], axis=0))
+    for arm in C.ARMS:
+        assert np.all(steps[:, arm_slice(arm)][:, :6] <= max_tick + 1e-9)
+    for cmd, applied in zip(executed, session.backend.applied):
+        np.testing.assert_array_equal(cmd, applied)  # what ran is what is recorded
+        assert all(lim.within(cmd[arm_slice(a)]) for a in C.ARMS)
+    assert executed[1][C.GRIPPER_INDEX["left"]] == 1.0
+    assert executed[1][C.GRIPPER_INDEX["right"]] == 0.0
+    jump = executed[2][arm_slice("right").start + 1] - executed[1][arm_slice("right").start + 1]
+    assert jump == pytest.approx(max_tick[1]) and max_tick[1] == pytest.approx(0.18)
+    events = session.drain_events()
+    rules = {(e.tick, e.arm, e.rule) for e in events}
+    assert {(1, "left", RULE_JOINT_LIMIT), (1, "left", RULE_SPEED), (2, "left", RULE_GRIPPER),
+            (2, "right", RULE_GRIPPER), (3, "right", RULE_SPEED)} <= rules
+    line = summarize_events(events)
+    assert "joint_limit x" in line and "tick 1 [left] joint_limit" in line
+    assert session.drain_events() == []
+
+
+def test_normal_targets_pass_unchanged(session):
+    chunk = np.tile(home_command(), (5, 1))
+    chunk[:, 0] += np.linspace(0.11, 0.55, 5)  # 0.11 rad per tick: the oracle's fastest
+    chunk[:, C.GRIPPER_INDEX["right"]] = np.linspace(0.8, 0.0, 5)
+    executed = [cmd.copy() for cmd in session.execute(chunk)]
+    np.testing.assert_array_equal(executed, chunk)
+    assert session.events == []
+
+
+def test_a_flood_of_chunks_is_one_call_per_observation(session):
+    obs = session.observation()
+    counted = [session.count_call(obs.stamp) for _ in range(50)]
+    assert counted == [True] + [False] * 49 and session.calls == 1
+    session.step_action(session.command)
+    assert not session.count_call(obs.stamp)  # a late answer to the old observation
+    later = session.observation()
+    assert session.count_call(later.stamp) and session.calls == 2
+
+
+def test_lock_step_chunk_answers_its_observation(session):
+    obs = session.observation()
+    list(session.execute(np.tile(home_command(), (2, 1))))
+    assert session.calls == 1 and not session.count_call(obs.stamp)
