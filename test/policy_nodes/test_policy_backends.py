@@ -11,8 +11,6 @@ import asyncio
 import importlib.util
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -21,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph_runs import launch, results, child_pythonpath  # noqa: E402  (test/ is on sys.path)
+from graph_runs import launch, results  # noqa: E402  (test/ is on sys.path)
+from serve_process import ServeProcess  # noqa: E402
 from vla_bridge import contract as C
 from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 
@@ -89,41 +88,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Server:
-    """`vla-bridge serve` in another process."""
-
-    def __init__(self, policy: str, *args: str):
-        env = dict(os.environ)
-        env["PYTHONPATH"] = child_pythonpath()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vla_bridge.cli", "serve", "--policy", policy, "--host",
-             "127.0.0.1", "--port", "0", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        deadline, seen = time.monotonic() + 60, []
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            seen.append(line)
-            if "on ws://127.0.0.1:" in line:
-                self.port = int(line.split("ws://127.0.0.1:")[1].split()[0])
-                threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # drain
-                return
-            if not line and self.proc.poll() is not None:
-                break
-        self.stop()
-        raise RuntimeError("server did not start:\n" + "".join(seen))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-
 @pytest.fixture
 def hold_server():
-    server = Server("hold")
+    server = ServeProcess()
     yield server
     server.stop()
 

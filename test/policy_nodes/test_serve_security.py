@@ -6,18 +6,13 @@ A real server process and the real openpi client, on 127.0.0.1 only.
 from __future__ import annotations
 
 import importlib.util
-import os
-import re
-import subprocess
-import sys
-import threading
 import time
 import urllib.request
 
 import numpy as np
 import pytest
 
-from graph_runs import child_pythonpath  # noqa: E402  (test/ is on sys.path)
+from serve_process import ServeProcess  # noqa: E402  (test/ is on sys.path)
 from vla_bridge import contract as C
 from vla_bridge.policy_nodes.serve import DEFAULT_MAX_FRAME_BYTES
 
@@ -31,53 +26,12 @@ pytestmark = [
 KEY = "s3cret-key-for-the-test"
 
 
-class Serve:
-    """`vla-bridge serve --policy hold --port 0 ARGS` in another process; its log kept."""
-
-    def __init__(self, *args: str, env_extra: dict | None = None):
-        env = {k: v for k, v in os.environ.items() if k != "VLA_BRIDGE_API_KEY"}
-        env.update({"PYTHONPATH": child_pythonpath(), **(env_extra or {})})
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vla_bridge.cli", "serve", "--policy", "hold", "--port", "0",
-             *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        self.log: list[str] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            self.log.append(line)
-            found = re.search(r"on ws://([^:]+):(\d+)", line)
-            if found:
-                self.host, self.port = found.group(1), int(found.group(2))
-                threading.Thread(target=self._drain, daemon=True).start()
-                return
-            if not line and self.proc.poll() is not None:
-                break
-        self.stop()
-        raise RuntimeError("server did not start:\n" + "".join(self.log))
-
-    def _drain(self) -> None:
-        for line in self.proc.stdout:
-            self.log.append(line)
-
-    def client(self, api_key: str | None = None):
-        from openpi_client.websocket_client_policy import WebsocketClientPolicy
-        return WebsocketClientPolicy("127.0.0.1", self.port, api_key=api_key)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-
 @pytest.fixture
 def servers():
-    started: list[Serve] = []
+    started: list[ServeProcess] = []
 
-    def start(*args: str, env_extra: dict | None = None) -> Serve:
-        started.append(Serve(*args, env_extra=env_extra))
+    def start(*args: str, env_extra: dict | None = None) -> ServeProcess:
+        started.append(ServeProcess(*args, env_extra=env_extra))
         return started[-1]
     yield start
     for server in started:
