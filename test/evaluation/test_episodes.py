@@ -22,7 +22,6 @@ from vla_bridge.evaluation.direct import run_episode_direct
 from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
                                             Subscriber, SuiteRun)
 from vla_bridge.policy_nodes.oracle import OraclePolicy
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
 from vla_bridge.sim_nodes.session import Budget, SimSession
 
 TASK = "L0_pickup_yellow_block_3"  # the oracle solves it: IS 1.0, ES 1.0, 501 frames
@@ -160,13 +159,6 @@ class Recorder(Subscriber):
         self.calls.append(("episode_end", row["key"], row["key"] in run_dir.finished_keys()))
 
 
-@pytest.fixture(scope="module")
-def session():
-    s = SimSession(MujocoBackend())
-    yield s
-    s.backend.close()
-
-
 def make_run(session, tmp_path, graph_class=InProcessGraph, cues=None, subscribers=(), **params):
     """(SuiteRun, its graph, its log, its console lines) for a run into tmp_path / "run"."""
     clock = FakeClock()
@@ -182,6 +174,10 @@ def make_run(session, tmp_path, graph_class=InProcessGraph, cues=None, subscribe
 def results(tmp_path) -> list[dict]:
     lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def run_json(tmp_path) -> dict:
+    return json.loads((tmp_path / "run" / "run.json").read_text())
 
 
 def kinds(graph) -> list[str]:

@@ -14,29 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from test_episodes import TASK, make_run, results
+from test_episodes import TASK, make_run, results, run_json
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.provenance import (checkpoint_of, describe, fingerprint, git_commit,
                                               hardware_of)
 from vla_bridge.evaluation.report import build_report, format_console, format_markdown
 from vla_bridge.ros import launcher
 from vla_bridge.ros.launch_args import ROBOFOLLOW_REAL, ROBOFOLLOW_SIM
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
-from vla_bridge.sim_nodes.session import SimSession
 
 REPO = Path(__file__).resolve().parents[2]
 OTHER_TASK = "L0_pickup_yellow_block_2"
-
-
-@pytest.fixture(scope="module")
-def session():
-    s = SimSession(MujocoBackend())
-    yield s
-    s.backend.close()
-
-
-def run_json(tmp_path) -> dict:
-    return json.loads((tmp_path / "run" / "run.json").read_text())
 
 
 def head_commit() -> str:

@@ -14,26 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from test_episodes import TASK, Log, make_run, results
+from test_episodes import TASK, Log, make_run, results, run_json
 from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials
 from vla_bridge.evaluation.episodes import Subscriber
 from vla_bridge.evaluation.run_dir import (RunDirectory, RunDirError, completion_status,
                                            read_jsonl)
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
-from vla_bridge.sim_nodes.session import SimSession
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def session():
-    s = SimSession(MujocoBackend())
-    yield s
-    s.backend.close()
-
-
-def run_json(tmp_path) -> dict:
-    return json.loads((tmp_path / "run" / "run.json").read_text())
 
 
 # ----------------------------------------------------------------------------- a torn line

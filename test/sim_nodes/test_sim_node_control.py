@@ -11,19 +11,15 @@ pytest.importorskip("rclpy")
 
 from std_msgs.msg import String  # noqa: E402
 
-from junk_messages import JUNK_CONTROL, half_valid_begins, in_process  # noqa: E402
+from junk_messages import JUNK_CONTROL, half_valid_begins  # noqa: E402
 from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: E402
-from vla_bridge.sim_nodes import sim_node as S  # noqa: E402
 
 TASK = load_suite().get("L0_pickup_yellow_block_3").to_dict()
 
 
 @pytest.fixture(scope="module")
-def node():
-    with in_process(S, S.SimNode) as sim:
-        sim.sent = []
-        sim.pub_status.publish = lambda msg: sim.sent.append(json.loads(msg.data))
-        yield sim
+def node(sim_node_in_process):
+    return sim_node_in_process
 
 
 def control(kind: str, episode: str, **fields) -> String:
