@@ -1,12 +1,14 @@
-"""`lerobot` backend: a LeRobot policy checkpoint (ACT, Diffusion, pi0, SmolVLA, ...) run
-in-process from a local ``pretrained_model`` directory.
+"""`lerobot` backend: a LeRobot policy checkpoint run in-process from a local
+``pretrained_model`` directory, driven the way LeRobot's own rollout drives its type.
 
 The directory is what ``policy.save_pretrained(DIR)`` (plus, for LeRobot >= 0.4, the
 processors' ``save_pretrained(DIR)``) writes: ``config.json`` (with ``type``),
 ``model.safetensors`` and, when present, ``policy_preprocessor.json`` /
 ``policy_postprocessor.json`` with their normalisation ``.safetensors``. Nothing is
-downloaded: the path must be a local directory (``lerobot-train`` writes it to
-``outputs/train/<run>/checkpoints/<step>/pretrained_model``).
+downloaded (lerobot_hub.py): the path must be a local directory (``lerobot-train`` writes it to
+``outputs/train/<run>/checkpoints/<step>/pretrained_model``), and Hub repositories the
+checkpoint names (a VLA's VLM or tokenizer) come from the local Hugging Face cache or from
+``hub_dirs='{"owner/repo": "/local/dir"}'``.
 
 Observation mapping, as LeRobot's own ``predict_action`` prepares it:
 
@@ -17,11 +19,24 @@ Observation mapping, as LeRobot's own ``predict_action`` prepares it:
   fed from ``cam_high``). Images are resized (area) to the feature's declared ``H x W``;
 * ``task``: the instruction (language-conditioned policies read it; ``robot_type`` "").
 
-The checkpoint's preprocessor (normalisation, batching) runs before the model, then
-``predict_action_chunk`` returns the whole chunk (``[1, H, D]``), the postprocessor
-un-normalises it and we return ``[H, 14]`` absolute targets (first ``chunk_size``).
-Policies without ``predict_action_chunk`` fall back to ``select_action`` called
-``n_action_steps`` times on one observation (their internal queue of one inference).
+The checkpoint's preprocessor (normalisation, tokenizer, batching) runs before the model and
+its postprocessor un-normalises the actions; we return ``[H, 14]`` absolute targets (first
+``chunk_size``). ``reset()`` (each episode) resets the policy and both processors. The chunk:
+
+* **chunking policies** (ACT, SmolVLA, pi0 / pi0.5 / pi0-FAST, GR00T, X-VLA, WALL-OSS, ...):
+  ``predict_action_chunk``, the whole predicted chunk (their ``select_action`` queues its
+  first ``n_action_steps``; the node's ``action_horizon`` chooses how many run);
+* **queue-driven policies** (Diffusion, VQ-BeT, TD-MPC): their ``predict_action_chunk`` reads
+  the observation history that only ``select_action`` fills, so each call is one
+  ``select_action``: it appends the observation to the history and pops the next action of
+  the policy's plan, planning anew when that is used up. The chunk is that action plus the
+  rest of the plan. Actions planned for control steps that passed since the previous call
+  (the node executed them from the chunk returned then; steps from the observation stamps
+  and ``control_period``) are dropped first. Called every control step (``action_horizon=1``)
+  this is exactly LeRobot's rollout; called once per chunk, the history holds the
+  observations of the last ``n_obs_steps`` calls and every call plans afresh;
+* **single-step policies** (SAC): ``select_action``, a chunk of one action.
+
 ``gripper``: "identity" (default; the checkpoint was trained on data in our convention,
 1 = open) or "aloha" (openpi/ALOHA normalised joint angle, see openpi_backend).
 
@@ -41,6 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from vla_bridge import contract as C
+from vla_bridge.policy_nodes import lerobot_hub as hub
 from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 
 INSTALL_HINT = (
@@ -48,9 +64,13 @@ INSTALL_HINT = (
     "installed in this interpreter. `bash scripts/setup.sh` installs it (unless "
     "VLA_BRIDGE_LEROBOT=0); or install it in a virtualenv of its own (with this package and the "
     "ROS wheels) and launch with --policy_python /path/to/that/venv/bin/python")
+QUEUE_DRIVEN = ("diffusion", "vqbet", "tdmpc")  # see the module docstring
+SINGLE_STEP = ("sac",)
+ACTION = "action"  # LeRobot's action key (lerobot.utils.constants.ACTION)
 
 
 def _import_lerobot():
+    hub.go_offline()  # before huggingface_hub is imported, where possible
     try:
         from lerobot.configs.policies import PreTrainedConfig
         from lerobot.policies.factory import get_policy_class, make_pre_post_processors
@@ -59,10 +79,15 @@ def _import_lerobot():
     return PreTrainedConfig, get_policy_class, make_pre_post_processors
 
 
+def _as_dict(value: dict | str | None) -> dict:
+    return dict(json.loads(value) if isinstance(value, str) else value or {})
+
+
 class LeRobotPolicy(PolicyBackend):
     def __init__(self, checkpoint: str | None = None, device: str = "cpu",
                  chunk_size: int | None = None, camera_map: dict | str | None = None,
-                 gripper: str = "identity", num_threads: int = 1):
+                 gripper: str = "identity", num_threads: int = 1,
+                 control_period: float = 0.06, hub_dirs: dict | str | None = None):
         if not checkpoint:
             raise ValueError("the lerobot policy needs a checkpoint directory: "
                              "--policy 'lerobot?checkpoint=DIR' (a pretrained_model dir)")
@@ -81,20 +106,46 @@ class LeRobotPolicy(PolicyBackend):
         self.checkpoint = str(path)
         self.config = PreTrainedConfig.from_pretrained(str(path))
         self.config.device = device
-        self.policy = get_policy_class(self.config.type).from_pretrained(str(path), config=self.config)
-        self.policy.eval()
-        if (path / "policy_preprocessor.json").is_file():
-            self.preprocessor, self.postprocessor = make_pre_post_processors(
-                self.config, pretrained_path=str(path),
-                preprocessor_overrides={"device_processor": {"device": device}})
-        else:  # an older checkpoint: no saved processors, hence no normalisation stats
-            self.preprocessor, self.postprocessor = make_pre_post_processors(self.config)
-        if isinstance(camera_map, str):
-            camera_map = json.loads(camera_map)
-        self.camera_map = dict(camera_map or {})
+        self.camera_map = _as_dict(camera_map)
+        self._map_features()  # refuses a non-ALOHA checkpoint before loading its weights
+        hub.check_buildable(self.config.type)
+        self._build(path, device, _as_dict(hub_dirs), get_policy_class, make_pre_post_processors)
+        self.mode = ("queue" if self.config.type in QUEUE_DRIVEN else
+                     "single" if self.config.type in SINGLE_STEP else "chunk")
+        self.dt = float(control_period)
+        self._last_step: int | None = None  # control step of the previous call (queue mode)
         self.gripper = gripper
         self.chunk_size = int(chunk_size) if chunk_size else None
         self.instruction = ""
+
+    def _build(self, path: Path, device: str, hub_dirs: dict, get_policy_class,
+               make_pre_post_processors) -> None:
+        """The policy and its processors; a failure while Hub files it names are missing
+        becomes one error naming them (lerobot_hub.missing_hub_files)."""
+        kind = self.config.type
+        refs = {repo: where for repo, where in hub.hub_refs(self.config, path).items()
+                if repo not in hub_dirs}
+        overrides = hub.use_local_dirs(self.config, path, hub_dirs)
+        try:
+            self.policy = get_policy_class(kind).from_pretrained(str(path), config=self.config)
+            self.policy.eval()
+            if (path / "policy_preprocessor.json").is_file():
+                pre = {"device_processor": {"device": device},
+                       **overrides["policy_preprocessor.json"]}
+                self.preprocessor, self.postprocessor = make_pre_post_processors(
+                    self.config, pretrained_path=str(path), preprocessor_overrides=pre,
+                    postprocessor_overrides=overrides["policy_postprocessor.json"])
+            else:  # an older checkpoint: no saved processors, hence no normalisation stats
+                self.preprocessor, self.postprocessor = make_pre_post_processors(self.config)
+        except ImportError as exc:
+            raise hub.missing_package_error(kind, exc) from exc
+        except Exception as exc:
+            error = hub.missing_hub_files(kind, path, refs, exc) if refs else None
+            if error is None:
+                raise
+            raise error from exc
+
+    def _map_features(self) -> None:
         self.images = {}  # input feature key -> (our camera, (H, W))
         self.state_key = None
         for key, feature in self.config.input_features.items():
@@ -106,13 +157,16 @@ class LeRobotPolicy(PolicyBackend):
                 if feature.shape[-1] != C.ACTION_DIM:
                     raise ValueError(f"checkpoint state has {feature.shape[-1]} dims, the "
                                      f"contract has {C.ACTION_DIM}")
-        action = self.config.output_features.get("action")
+        action = self.config.output_features.get(ACTION)
         if action is None or action.shape[-1] != C.ACTION_DIM:
             raise ValueError(f"checkpoint action feature must be [{C.ACTION_DIM}], got "
                              f"{None if action is None else list(action.shape)}")
 
     def reset(self) -> None:
         self.policy.reset()
+        self.preprocessor.reset()
+        self.postprocessor.reset()
+        self._last_step = None
 
     def set_instruction(self, instruction: str, task: dict | None = None) -> None:
         self.instruction = instruction or ""
@@ -141,15 +195,28 @@ class LeRobotPolicy(PolicyBackend):
     def predict(self, observation: Observation) -> np.ndarray:
         with self.torch.inference_mode():
             batch = self.preprocessor(self.batch(observation))
-            if hasattr(self.policy, "predict_action_chunk"):
+            if self.mode == "queue":
+                chunk = self._from_plan(batch, observation.stamp)
+            elif self.mode == "single":
+                chunk = self.policy.select_action(batch)[:, None]
+            else:
                 chunk = self.policy.predict_action_chunk(batch)
-            else:  # one inference, served from the policy's own queue
-                n = int(getattr(self.config, "n_action_steps", 1))
-                self.policy.reset()
-                chunk = self.torch.stack([self.policy.select_action(batch) for _ in range(n)], 1)
-            chunk = self.postprocessor(chunk)
+            chunk = self.postprocessor(chunk)  # [1, H, D]
         actions = np.asarray(chunk.detach().cpu().double().numpy()).reshape(-1, C.ACTION_DIM)
         if self.gripper == "aloha":
             from vla_bridge.policy_nodes.openpi_backend import actions_from_wire
             actions = actions_from_wire(actions, "aloha")
         return actions[: self.chunk_size] if self.chunk_size else actions
+
+    def _from_plan(self, batch: dict, stamp: float):
+        """One ``select_action`` on the policy's own queues (module docstring): [1, n, D]."""
+        plan = self.policy._queues[ACTION]  # its planned actions, [1, D] each (no public API)
+        step = round(stamp / self.dt)
+        passed = 0 if self._last_step is None else step - self._last_step - 1
+        if passed < 0:  # the same (or an older) observation again: plan afresh
+            plan.clear()
+        for _ in range(min(passed, len(plan))):  # executed from the chunk returned last time
+            plan.popleft()
+        self._last_step = step
+        first = self.policy.select_action(batch)
+        return self.torch.stack([first, *self.policy._queues[ACTION]], dim=1)

@@ -389,28 +389,14 @@ def test_replay_reproduces_a_recorded_episode(tmp_path):
 
 
 @pytest.mark.skipif(SKIP_LEROBOT, reason="VLA_BRIDGE_LEROBOT=0: LeRobot not installed")
-def test_lerobot_checkpoint_runs_through_the_policy_node(tmp_path):
-    import torch
-    from lerobot.configs.types import FeatureType, PolicyFeature
-    from lerobot.policies.act.configuration_act import ACTConfig
-    from lerobot.policies.act.modeling_act import ACTPolicy
-    from lerobot.policies.factory import make_pre_post_processors
-    ckpt = tmp_path / "pretrained_model"
-    config = ACTConfig(
-        input_features={"observation.state": PolicyFeature(FeatureType.STATE, (14,)),
-                        "observation.images.cam_high": PolicyFeature(FeatureType.VISUAL, (3, 96, 128))},
-        output_features={"action": PolicyFeature(FeatureType.ACTION, (14,))},
-        chunk_size=20, n_action_steps=20, dim_model=32, n_heads=2, dim_feedforward=64,
-        n_encoder_layers=1, n_decoder_layers=1, use_vae=False, pretrained_backbone_weights=None,
-        device="cpu")
-    torch.manual_seed(0)
-    stats = {"observation.state": {"mean": torch.zeros(14), "std": torch.ones(14)},
-             "observation.images.cam_high": {"mean": torch.full((3, 1, 1), 0.5),
-                                             "std": torch.full((3, 1, 1), 0.25)},
-             "action": {"mean": torch.zeros(14), "std": torch.full((14,), 0.01)}}
-    pre, post = make_pre_post_processors(config, dataset_stats=stats)
-    for part in (ACTPolicy(config), pre, post):
-        part.save_pretrained(ckpt)
+@pytest.mark.parametrize("kind, config", [
+    pytest.param("act", {}, id="act"),  # chunking: predict_action_chunk
+    pytest.param("diffusion", {"horizon": 24, "n_action_steps": 20},  # queue-driven
+                 id="diffusion"),
+])
+def test_lerobot_checkpoint_runs_through_the_policy_node(kind, config, tmp_path):
+    from lerobot_checkpoints import save_tiny_checkpoint
+    ckpt = save_tiny_checkpoint(kind, tmp_path / "pretrained_model", **config)
     out = tmp_path / "run"
     proc = launch("--tasks", TASK, "--levels", "", "--output", str(out),
                   "--policy", f"lerobot?checkpoint={ckpt}", "--max_policy_calls", "2",
@@ -418,9 +404,10 @@ def test_lerobot_checkpoint_runs_through_the_policy_node(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (row,) = results(out)
     assert row["status"] == "ok", row.get("error")
-    assert row["policy_calls"] == 2 and row["frames"] == 41  # ACT chunks of 20
+    assert row["policy_calls"] == 2 and row["frames"] == 41  # chunks of 20
     # The executed targets are the model's chunk un-normalised by the checkpoint's
-    # postprocessor (action mean 0, std 0.01): near 0 rad, far from the home pose, and varying
+    # postprocessor (lerobot_checkpoints: near 0 rad whatever the random model outputs), far
+    # from the home pose, and varying
     # (the second chunk: the sim's speed limit takes the first ticks to get there from home).
     commands = episode_commands(out)[21:]
     assert np.abs(commands).max() < 0.1
