@@ -69,13 +69,14 @@ def test_scripted_trials_are_written_and_an_interrupted_pilot_resumes(tmp_path, 
     assert table[1]["stages"] == "grasped=y;placed=n;released=n"
 
     # the report: per instruction, pooled with Wilson intervals, per category, per stage
-    report = (tmp_path / "pilot" / "report.md").read_text()
+    assert not (tmp_path / "pilot" / "report.md").exists()  # that name is vla-bridge report's
+    report = (tmp_path / "pilot" / "pilot_report.md").read_text()
     assert f"| 1 | {PICK} | pick | 1/2 |" in report
     assert f"| 2 | {STACK} | stack | 1/2 |" in report
     lo, hi = wilson_interval(2, 4)
     assert f"2/4 = 50.0% [{100 * lo:.1f}, {100 * hi:.1f}]" in report
     assert "| held_out | placed | 1/2 = 50.0%" in report
-    data = json.loads((tmp_path / "pilot" / "report.json").read_text())
+    data = json.loads((tmp_path / "pilot" / "pilot_report.json").read_text())
     assert data["trials"] == 4
     assert data["groups"]["held_out"]["per_category"]["stack"]["successes"] == 1
     # a third run has nothing to ask; the report alone needs only the sheet

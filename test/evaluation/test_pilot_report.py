@@ -1,12 +1,14 @@
 """Pilot report: Wilson intervals and the RoboFollow real-robot pilot (App. C.1, Table 10)."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from vla_bridge.evaluation.pilot_report import (Rate, TrialResult, format_report,
-                                                instruction_category, summarize, trials_from_counts,
+                                                instruction_category, move_legacy_report,
+                                                summarize, trials_from_counts,
                                                 trials_from_results, wilson_interval)
 
 # RoboFollow Table 10: eight training and eight held-out instructions, five trials each
@@ -105,3 +107,21 @@ def test_from_result_rows_and_markdown():
     assert "| 1 | pick up the red cube | pick | 1/2 |" in text
     assert "2/3 = 66.7%" in text
     assert rep.to_dict()["pooled"]["ci_low_pct"] == round(100 * wilson_interval(2, 3)[0], 2)
+
+
+def test_a_legacy_pilot_report_md_is_moved_only_when_nothing_is_overwritten(tmp_path):
+    pilot = {"groups": {}, "stages": {}, "trials": 4}
+    (tmp_path / "report.md").write_text("pilot table\n")
+    (tmp_path / "report.json").write_text(json.dumps(pilot))
+    (tmp_path / "pilot_report.md").write_text("newer pilot\n")
+    assert move_legacy_report(tmp_path) == ""  # pilot_report.md exists: leave both alone
+    assert (tmp_path / "pilot_report.md").read_text() == "newer pilot\n"
+    (tmp_path / "pilot_report.md").unlink()
+    assert "moved the pilot report" in move_legacy_report(tmp_path)
+    assert (tmp_path / "pilot_report.md").read_text() == "pilot table\n"
+    assert json.loads((tmp_path / "pilot_report.json").read_text()) == pilot
+    assert not (tmp_path / "report.md").exists() and not (tmp_path / "report.json").exists()
+    # a run report's report.json (vla-bridge report's) is not a pilot report
+    (tmp_path / "report.json").write_text(json.dumps({"method": {}, "groups": {}}))
+    (tmp_path / "pilot_report.md").unlink()
+    assert move_legacy_report(tmp_path) == "" and (tmp_path / "report.json").is_file()

@@ -19,7 +19,7 @@ from vla_bridge.evaluation.report import (DEFAULT_PAPER_MODEL, METRICS, ReportEr
 from vla_bridge.evaluation.report.common import load_rows
 from vla_bridge.evaluation.report.paper import load_paper, paper_model
 from vla_bridge.evaluation.report.tables import task_bootstrap
-from vla_bridge.evaluation.report.video_io import count_video_frames
+from vla_bridge.evaluation.report.video_io import count_video_frames, video_codec
 from vla_bridge.evaluation.report.videos import render_episode_video
 
 REPO = Path(__file__).resolve().parents[2]
@@ -271,11 +271,15 @@ def test_replay_video(full_report, run_dir):
     report, md, _, progress = full_report
     (video,) = report["videos"]
     path = run_dir / video["path"]
-    assert video["path"] == f"videos/scene1/{REAL_TASK}_r1.{video['format']}"
-    assert video["episode_frames"] == 501 and video["frames"] == 11  # frames 0, 50, ..., 500
+    assert video["path"] == f"videos/scene1/{REAL_TASK}_r1.mp4" and video["codec"] == "h264"
+    assert video_codec(path) == "h264"  # what browsers play, read back from the file
+    # the oracle is done after ~95 of 501 frames: the idle tail is cut a second later
+    end = 501 - video["idle_cut_frames"]
+    assert 95 < end < 130 and video["idle_cut_s"] == pytest.approx((501 - end) * 0.06, abs=0.01)
+    assert video["episode_frames"] == 501 and video["frames"] == 4  # 0, 50, 100 and end - 1
     assert video["max_tcp_drift_m"] < 1e-6  # the replay is the recorded episode
-    assert path.stat().st_size > 20_000
-    assert count_video_frames(path) == 11
+    assert path.stat().st_size > 10_000
+    assert count_video_frames(path) == 4
     import cv2
     cap = cv2.VideoCapture(str(path))
     frames = []
@@ -292,7 +296,9 @@ def test_replay_video(full_report, run_dir):
     assert np.abs(scene_first - scene_mid).mean() > 0.5  # the arm moved
     assert frames[0][:band].max() > 200  # caption text drawn
     assert "1/1" in progress and "videos" in progress  # non-TTY progress: one line per item
-    assert f"{REAL_TASK}_r1.{video['format']}" in md.read_text(encoding="utf-8")
+    text = md.read_text(encoding="utf-8")
+    assert f"{REAL_TASK}_r1.mp4" in text and "| h264 |" in text
+    assert f"| {501 - end} frames, {video['idle_cut_s']:.1f} s (" in text  # the cut, stated
 
 
 def test_cli_exit_codes(run_dir, tmp_path):
@@ -350,12 +356,11 @@ def test_track_and_durations():
 def test_gif_when_mp4_cannot_be_written(real_episode, tmp_path, monkeypatch):
     store, relative, _ = real_episode
 
-    class NoMp4:
-        def __init__(self, *args):
-            raise RuntimeError("no encoder")
+    def no_mp4(*args):
+        raise RuntimeError("no encoder")
 
-    monkeypatch.setattr("vla_bridge.evaluation.report.videos.Mp4Writer", NoMp4)
-    video = render_episode_video(store / relative, tmp_path / "clip", stride=100)
+    monkeypatch.setattr("vla_bridge.evaluation.report.videos.open_mp4", no_mp4)
+    video = render_episode_video(store / relative, tmp_path / "clip", stride=100, trim_idle=False)
     assert video.format == "gif" and video.path.endswith("clip.gif") and "mp4 failed" in video.note
     assert video.frames == 6 and count_video_frames(video.path) == 6  # 0, 100, ..., 500
     assert video.fps == pytest.approx(1 / (0.06 * 100), abs=1e-3)  # real time by default

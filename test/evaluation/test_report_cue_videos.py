@@ -29,7 +29,7 @@ from vla_bridge.benchmarks.vifo.replay import CueConditioner, episode_cue, ghost
 TASK = "L0_place_yellow_block_1_behind_red_sphere"
 SCALE = 2  # render_episode_video's default upscaling
 STRIDE = 50  # frames 0, 50, ..., 500 of the 501-frame oracle episode
-CODEC_NOISE = 3.0  # mean |a - b| of two mp4v encodings of the same pixels stays below this
+CODEC_NOISE = 3.0  # mean |a - b| of two lossy (H.264) encodings of the same pixels stays below
 
 
 def _episode(session, plan, trial, budget=None):
@@ -109,7 +109,7 @@ def _render(runs, name, tmp_path, view=None, backend=None, **kw):
     run, row = runs[name]
     return render_episode_video(run / row["episode_file"], tmp_path / f"{name}_{view}",
                                 backend=backend, stride=kw.pop("stride", STRIDE),
-                                cue=row.get("cue"), view=view, **kw)
+                                cue=row.get("cue"), view=view, trim_idle=False, **kw)
 
 
 def _decode(video) -> np.ndarray:
@@ -183,7 +183,7 @@ def test_fixed_region_code_cued_vs_raw(runs, backend, tmp_path):
     assert max(np.abs(x[0] - x[k]).mean() for x in (a, b) for k in range(len(x))) > 2
     assert np.abs(a[:, ~near] - a[:1, ~near]).mean() == pytest.approx(
         np.abs(b[:, ~near] - b[:1, ~near]).mean(), abs=0.3)
-    # the QR code decodes from every cued frame (2x upscaled, mp4v) and from no raw frame
+    # the QR code decodes from every cued frame (2x upscaled, H.264) and from no raw frame
     det = cv2.QRCodeDetector()
     for k in (0, 5, 10):
         text, _, _ = det.detectAndDecode(a[k].astype(np.uint8)[..., ::-1].copy())
@@ -309,7 +309,7 @@ def test_report_cli_video_view(runs):
     from vla_bridge.cli import main
     run, _ = runs["f8"]
     assert main(["report", str(run), "--videos", "1", "--video-view", "both", "--video-stride", "250",
-                 "--bootstrap", "50"]) == 0
+                 "--keep-idle", "--bootstrap", "50"]) == 0
     (video,) = json.loads((run / "report.json").read_text())["videos"]
     assert video["view"] == "both" and video["width"] == 1280 and video["frames"] == 3
     assert video["cue"].startswith("authorized | F8 Code / qr")

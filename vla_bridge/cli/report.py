@@ -1,4 +1,8 @@
-"""`vla-bridge report RUN_DIR`: report.md / report.json, plots and replay videos of a run."""
+"""`vla-bridge report RUN_DIR`: report.md / report.json, plots and replay videos of a run.
+
+Each call adds its flags to the sections the run's report already has (report.json keeps
+them: evaluation.report.memory), so `--paper --plots --videos 3` then `--compare OTHER`
+gives one report with all four; `--reset` forgets the earlier sections."""
 from __future__ import annotations
 
 import argparse
@@ -30,7 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--video-fps", type=float, default=None,
                         help="playback frame rate (default: real time, 1 / (0.06 s x stride))")
     parser.add_argument("--video-format", choices=("mp4", "gif"), default="mp4",
-                        help="mp4 (OpenCV mp4v; falls back to GIF) or gif")
+                        help="mp4 (H.264 via PyAV; else OpenCV mp4v, else GIF) or gif")
+    parser.add_argument("--keep-idle", action="store_true",
+                        help="keep the idle tail of the videos (default: cut a second after "
+                             "the last motion of an arm or object)")
+    parser.add_argument("--reset", action="store_true",
+                        help="forget the sections of the run's earlier report (paper, plots, "
+                             "compare, videos): only this call's flags; no file is deleted")
     parser.add_argument("--camera", default=VIDEO_CAMERA, help=f"camera to render (default {VIDEO_CAMERA})")
     parser.add_argument("--video-view", choices=VIDEO_VIEWS, default=None,
                         help="what the videos show: cued (the images the policy saw under a "
@@ -51,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
                             compare=args.compare, n_boot=args.bootstrap, seed=args.seed,
                             confidence=args.confidence, video_stride=args.video_stride,
                             video_fps=args.video_fps, video_format=args.video_format,
-                            camera=args.camera, video_view=args.video_view)
+                            camera=args.camera, video_view=args.video_view,
+                            video_trim_idle=not args.keep_idle, reset=args.reset)
     try:
         report = build_report(args.run_dir, options)
     except (ReportError, FileNotFoundError) as exc:
@@ -72,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"plot: {Path(args.run_dir) / p}")
     for v in report["videos"]:
         view = f", {v['view']} view" if v.get("cue") or v.get("view", "raw") != "raw" else ""
-        print(f"video: {Path(args.run_dir) / v['path']} ({v['frames']} frames, {v['render_s']:.1f} s{view})")
+        cut = f", idle tail of {v['idle_cut_s']:.1f} s cut" if v.get("idle_cut_frames") else ""
+        print(f"video: {Path(args.run_dir) / v['path']} ({v['frames']} frames, "
+              f"{v['render_s']:.1f} s{view}{cut})")
     for e in report["errors"]:
         print(f"problem: {e}", file=sys.stderr)
     print(f"wrote {md} and {js}")

@@ -1,9 +1,14 @@
-"""LIBERO-VIFO metrics of run directories: cue_metrics.json and cue_table.txt.
+"""LIBERO-VIFO metrics of run directories: cue_metrics.json, cue_table.txt, cue_task_table.txt.
 
 ``write_cue_metrics(run_dir)`` aggregates a run's results rows with
-``benchmarks.vifo.protocols.cue_metrics`` and writes both files atomically;
+``benchmarks.vifo.protocols.cue_metrics`` and writes the files atomically;
 ``python -m vla_bridge.evaluation.cue_metrics RUN_DIR... [--output DIR]`` merges several run
 directories (e.g. one per protocol and family) into one Table-2-like table.
+
+Under ``conflict`` an episode has two tasks (``benchmarks.task_roles``), so RoboFollow's
+IS / ES / CR and INT-ACT's rates are given per protocol and per task ("followed language",
+"followed cue"): ``task_metrics`` (cue_metrics.json's ``by_task``) and
+``format_task_table`` (cue_task_table.txt).
 """
 from __future__ import annotations
 
@@ -12,20 +17,73 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from vla_bridge.benchmarks.intact.metrics import row_intact, summarize_intact
+from vla_bridge.benchmarks.robofollow.scoring import summarize
+from vla_bridge.benchmarks.task_roles import ROLE_LABELS, role_rows, roles_of
 from vla_bridge.benchmarks.vifo.protocols import cue_metrics, format_cue_table
 from vla_bridge.evaluation.run_dir import read_jsonl
 
-__all__ = ["write_cue_metrics", "main"]
+__all__ = ["write_cue_metrics", "task_metrics", "format_task_table", "main"]
+
+#: INT-ACT rates of the task table: (key of summarize_intact, column)
+_INTACT_COLUMNS = (("intention_correct_rate", "intention"), ("grasp_success_rate", "grasp"),
+                   ("task_success_rate", "success"), ("wrong_object_attempt_rate", "wrong obj."))
+
+
+def _pct(v) -> float | None:
+    return None if v is None else round(100.0 * float(v), 2)
+
+
+def _task_entry(rows: list[dict], role: str) -> dict:
+    """One protocol's episodes scored against their ``role`` task."""
+    s = summarize(role_rows(rows, role))["all"]
+    entry = {"task": ROLE_LABELS[role], "episodes": s["n_episodes"],
+             "IS": _pct(s["mean_intent_score"]), "ES": _pct(s["mean_exec_score"]),
+             "CR": _pct(s["completion_rate"])}
+    scored = [{"scene": r.get("scene"), "level": r.get("level"), **m}
+              for r in rows if (m := row_intact(r).get(role)) is not None]
+    rates = summarize_intact(scored).get("all", {})
+    entry["intact_episodes"] = len(scored)  # older rows carry no INT-ACT
+    entry.update({col: _pct(rates.get(key)) for key, col in _INTACT_COLUMNS})
+    return entry
+
+
+def task_metrics(rows: Iterable[dict]) -> dict:
+    """protocol -> role -> {"task", "episodes", IS / ES / CR (RoboFollow, percent, CR
+    task-macro), "intact_episodes", intention / grasp / success / wrong obj. (INT-ACT,
+    percent)}, every metric of an entry scored against the same task."""
+    by_protocol: dict[str, list[dict]] = {}
+    for r in rows:
+        by_protocol.setdefault((r.get("cue") or {}).get("protocol") or "none", []).append(r)
+    return {p: {role: _task_entry(rs, role) for role in roles_of(rs)}
+            for p, rs in sorted(by_protocol.items())}
+
+
+def format_task_table(by_task: dict) -> str:
+    """One line per protocol and task: the RoboFollow and INT-ACT metrics against it."""
+    cols = ("episodes", "IS", "ES", "CR") + tuple(c for _, c in _INTACT_COLUMNS)
+    head = f"{'protocol':<13}{'task':<19}" + "".join(f"{c:>11}" for c in cols)
+    lines = [head, "-" * len(head)]
+    for protocol, roles in by_task.items():
+        for entry in roles.values():
+            cells = [str(entry["episodes"])] + ["-" if entry[c] is None else f"{entry[c]:.1f}"
+                                                for c in cols[1:]]
+            lines.append(f"{protocol:<13}{entry['task']:<19}" + "".join(f"{c:>11}" for c in cells))
+    lines.append("IS / ES / CR: RoboFollow; intention .. wrong obj.: INT-ACT; each line against "
+                 "its task")
+    return "\n".join(lines)
 
 
 def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -> dict:
-    """cue_metrics.json and cue_table.txt in ``run_dir`` from its results.jsonl (or ``rows``)."""
+    """cue_metrics.json, cue_table.txt and cue_task_table.txt in ``run_dir`` from its
+    results.jsonl (or ``rows``)."""
     run_dir = Path(run_dir)
-    if rows is None:
-        rows = _read_rows(run_dir)
+    rows = _read_rows(run_dir) if rows is None else list(rows)
     metrics = cue_metrics(rows)
-    table = format_cue_table(metrics)
-    for name, text in (("cue_metrics.json", json.dumps(metrics, indent=1)), ("cue_table.txt", table + "\n")):
+    metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
+    for name, text in (("cue_metrics.json", json.dumps(metrics, indent=1)),
+                       ("cue_table.txt", format_cue_table(metrics) + "\n"),
+                       ("cue_task_table.txt", format_task_table(metrics["by_task"]) + "\n")):
         tmp = run_dir / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(run_dir / name)
@@ -40,16 +98,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m vla_bridge.evaluation.cue_metrics",
         description="Merge the results of cue-protocol runs into one LIBERO-VIFO table "
-                    "(AVF, VTR, LFR, UVF, UVI per family).")
+                    "(AVF, VTR, LFR, UVF, UVI per family) and the per-task table "
+                    "(RoboFollow and INT-ACT per protocol and task).")
     ap.add_argument("run_dirs", nargs="+", help="run directories (results.jsonl)")
-    ap.add_argument("--output", help="also write cue_metrics.json and cue_table.txt here")
+    ap.add_argument("--output", help="also write cue_metrics.json, cue_table.txt and "
+                                     "cue_task_table.txt here")
     args = ap.parse_args(argv)
     rows = [r for d in args.run_dirs for r in _read_rows(Path(d))]
-    metrics = cue_metrics(rows)
     if args.output:
         Path(args.output).mkdir(parents=True, exist_ok=True)
-        write_cue_metrics(args.output, rows)
+        metrics = write_cue_metrics(args.output, rows)
+    else:
+        metrics = cue_metrics(rows)
+        metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
     print(format_cue_table(metrics))
+    print()
+    print(format_task_table(metrics["by_task"]))
     return 0
 
 

@@ -7,10 +7,12 @@
   protocol, ``original``, or a cue placed in the scene, which the sim node builds from
   ``begin_fields``);
 * ``begin_task`` / ``begin_fields``: what the ``begin`` message carries;
-* ``annotate(row, score)``: ``row["cue"]``, the protocol, both tasks and whether the episode
-  completed each (``score(task)`` scores the episode against a task);
+* ``annotate(row, score, intact)``: for every row, the tasks its metrics refer to and the
+  episode's scores against each (``benchmarks.task_roles``: ``language_task``, ``cue_task``,
+  ``scored_task``, ``scores`` with IS/ES/CR and INT-ACT per task); under a protocol also
+  ``row["cue"]``;
 * ``outcome(row)``: the progress line's cue part; ``finish(run_dir, rows)`` writes
-  cue_metrics.json and cue_table.txt and returns the table.
+  cue_metrics.json, cue_table.txt and cue_task_table.txt and returns the tables.
 """
 from __future__ import annotations
 
@@ -18,11 +20,11 @@ from pathlib import Path
 from typing import Callable
 
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, Trial, load_suite
-
+from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, ROLES
 from vla_bridge.benchmarks.vifo.protocols import (TrialCue, build_cue, check_placement,
                                                   check_protocol, format_cue_table, plan_trial,
                                                   resolve_family_variant)
-from vla_bridge.evaluation.cue_metrics import write_cue_metrics
+from vla_bridge.evaluation.cue_metrics import format_task_table, write_cue_metrics
 
 __all__ = ["CueRun"]
 
@@ -37,6 +39,7 @@ class CueRun:
         # overlay: drawn into the images the policy reads; scene: a card in the sim's scene
         self.placement = check_placement(placement, self.family)
         self.plan: TrialCue | None = None  # the running trial's plan
+        self.trial: Trial | None = None  # the running trial
         self._suite = None
 
     @property
@@ -65,7 +68,7 @@ class CueRun:
     # ------------------------------------------------------------------ per trial
     def prepare(self, trial: Trial, instruction: str):
         """(language for the policy, CueSpec to draw or None) of ``trial``."""
-        self.plan = None
+        self.plan, self.trial = None, trial
         if not self.protocol:
             return instruction, None
         if self._suite is None:
@@ -92,39 +95,51 @@ class CueRun:
                           cue_variant=plan.variant, cue_placement=self.placement)
         return fields
 
-    def annotate(self, row: dict, score: Callable[[TaskSpec], dict]) -> None:
-        """row["cue"]: the protocol, both tasks and whether each was completed. The row's own
-        scores are the begin task's; ``score(task)`` scores the episode against the other
-        (it may raise: the reason lands in ``<role>_error`` and the task counts as not done)."""
-        plan = self.plan
-        if plan is None:
-            return
-        info = plan.row_fields()
-        info["placement"] = self.placement if plan.cue_task is not None else None
-        ok = row["status"] == "ok"
-        for role, task in (("language", plan.language_task), ("cue", plan.cue_task)):
-            if task is None:
-                info[f"{role}_complete"] = None
-            elif task.id == plan.begin_task.id:
-                info[f"{role}_complete"] = bool(ok and row["complete"])
-                info[f"{role}_intent_score"] = row["intent_score"] if ok else 0.0
-                info[f"{role}_exec_score"] = row["exec_score"] if ok else 0.0
-            else:
-                s = self._score_other(score, task, role, info) if ok else {}
-                info[f"{role}_complete"] = bool(s.get("complete", False))
-                info[f"{role}_intent_score"] = s.get("intent_score", 0.0)
-                info[f"{role}_exec_score"] = s.get("exec_score", 0.0)
-                if s:
-                    info[f"{role}_stages"] = s.get("stages", [])
-        row["cue"] = info
+    def role_tasks(self) -> dict[str, TaskSpec]:
+        """role ("language", "cue") -> the running trial's task of that role (none: absent)."""
+        if self.plan is not None:
+            return self.plan.scored_tasks()
+        return {"language": self.trial.task} if self.trial is not None else {}
 
-    @staticmethod
-    def _score_other(score, task: TaskSpec, role: str, info: dict) -> dict:
-        try:
-            return score(task)
-        except Exception as exc:  # noqa: BLE001 - a scorer bug fails this task, not the run
-            info[f"{role}_error"] = f"scoring failed: {exc!r}"
-            return {}
+    def annotate(self, row: dict, score: Callable[[TaskSpec], dict],
+                 intact: Callable[[TaskSpec, bool], dict] | None = None) -> None:
+        """The tasks the row's metrics refer to and the scores against each (module
+        ``benchmarks.task_roles``). The row's own scores are the begin task's; ``score(task)``
+        scores the episode against another task (``EpisodeScore.to_dict()``) and
+        ``intact(task, complete)`` gives INT-ACT's metrics against a task. Either may raise:
+        the reason lands in that task's ``error`` / ``intact_error`` (failed scoring counts as
+        not done). Under a protocol ``row["cue"]`` gets the plan and, as older rows had them,
+        each task's completion and scores."""
+        tasks = self.role_tasks()
+        if not tasks:
+            return
+        begin_id = self.begin_task(self.trial).id if self.trial else row.get("task_id")
+        scores = {role: _role_scores(row, task, task.id == begin_id, score, intact)
+                  for role, task in tasks.items()}
+        row.update(language_task=tasks["language"].id if "language" in tasks else None,
+                   cue_task=tasks["cue"].id if "cue" in tasks else None,
+                   scored_task=begin_id, scores=scores)
+        if self.plan is not None:
+            row["cue"] = self._cue_fields(scores, begin_id)
+
+    def _cue_fields(self, scores: dict, begin_id: str) -> dict:
+        """row["cue"]: the plan, the placement and, for readers of older rows (``scores`` is
+        the source), ``<role>_complete`` / ``_intent_score`` / ``_exec_score`` / ``_stages``
+        (another task than the begin task's) / ``_error``."""
+        info = self.plan.row_fields()
+        info["placement"] = self.placement if self.plan.cue_task is not None else None
+        for role in ROLES:
+            s = scores.get(role)
+            info[f"{role}_complete"] = None if s is None else s["complete"]
+            if s is None:
+                continue
+            info[f"{role}_intent_score"] = s["intent_score"]
+            info[f"{role}_exec_score"] = s["exec_score"]
+            if s["task"] != begin_id and s["stages"]:
+                info[f"{role}_stages"] = s["stages"]
+            if "error" in s:
+                info[f"{role}_error"] = s["error"]
+        return info
 
     @staticmethod
     def outcome(row: dict) -> str:
@@ -138,7 +153,34 @@ class CueRun:
 
     # ------------------------------------------------------------------ after the run
     def finish(self, run_dir: str | Path, rows) -> str | None:
-        """Write cue_metrics.json / cue_table.txt; returns the table (None: no protocol)."""
+        """Write cue_metrics.json, cue_table.txt and cue_task_table.txt; returns both tables
+        (None: no protocol)."""
         if not self.protocol:
             return None
-        return format_cue_table(write_cue_metrics(run_dir, rows))
+        metrics = write_cue_metrics(run_dir, rows)
+        return format_cue_table(metrics) + "\n\n" + format_task_table(metrics["by_task"])
+
+
+def _role_scores(row: dict, task: TaskSpec, is_begin: bool, score, intact) -> dict:
+    """The episode's scores against ``task`` (``benchmarks.task_roles``): the row's own for
+    the begin task, else ``score(task)``; zero for a failed episode."""
+    entry = {"task": task.id, "intent_score": 0.0, "exec_score": 0.0, "complete": False,
+             "max_total": 1.0, "stages": [], "intact": None}
+    if row["status"] != "ok":
+        return entry
+    try:
+        s = row if is_begin else score(task)
+    except Exception as exc:  # noqa: BLE001 - a scorer bug fails this task, not the run
+        entry["error"] = f"scoring failed: {exc!r}"
+        return entry
+    entry.update(intent_score=float(s.get("intent_score", 0.0)),
+                 exec_score=float(s.get("exec_score", 0.0)),
+                 complete=bool(s.get("complete", False)),
+                 max_total=float(s.get("max_total") or 1.0), stages=s.get("stages", []))
+    if intact is not None:
+        try:  # INT-ACT against the same task, with that task's completion as its success
+            metrics = intact(task, entry["complete"])
+            entry["intact"] = {k: metrics[k] for k in INTACT_FIELDS}
+        except Exception as exc:  # noqa: BLE001 - INT-ACT's failure leaves IS/ES/CR standing
+            entry["intact_error"] = f"INT-ACT failed: {exc!r}"
+    return entry

@@ -390,7 +390,7 @@ def report(rows: list[dict]) -> tuple[str, dict]:
 
 def write_report(rows: list[dict], path: str | Path) -> str:
     text, data = report(rows)
-    path = Path(path)
+    path = P.pilot_report_path(path)  # never vla-bridge report's report.md
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     path.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n")
@@ -415,7 +415,8 @@ def parser() -> argparse.ArgumentParser:
                    help="command run per trial after the reset ({task}, {trial}, {round}, "
                         "{instruction}, {group} are filled in)")
     p.add_argument("--results", help="the graph's results.jsonl: show its automatic scores")
-    p.add_argument("--report", help="write the pilot report (markdown, + .json) here")
+    p.add_argument("--report", help="write the pilot report (markdown, + .json) here; a run "
+                   "directory or a report.md path becomes pilot_report.md")
     p.add_argument("--report-only", action="store_true", help="just report the sheet")
     return p
 

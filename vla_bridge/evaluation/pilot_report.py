@@ -4,13 +4,19 @@ reports them (App. C.1: 20/40 = 50% [35.2, 64.8], 6/40 = 15% [7.1, 29.1]).
 
 Pure Python, no rclpy. Like the paper, the pooled interval treats every trial as an
 independent Bernoulli draw: it ignores instruction heterogeneity and dependence between trials.
+
+A pilot's run directory also gets `vla-bridge report`'s report.md / report.json (the
+tracker-scored episodes), so the pilot report is ``pilot_report.md`` / ``pilot_report.json``
+beside them (``pilot_report_path``); `vla-bridge report` shows it in report.md.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import NormalDist
 
 CATEGORY_PICK = "pick"
@@ -174,3 +180,45 @@ def format_report(reports: dict[str, GroupReport]) -> str:
         cells = [str(rep.per_category[c]) if c in rep.per_category else "-" for c in CATEGORIES]
         lines.append(f"| {group} | {rep.pooled} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# =============================================================================== the files
+
+PILOT_REPORT_NAME = "pilot_report.md"  # beside vla-bridge report's report.md, never it
+RUN_REPORT_NAME = "report.md"  # vla-bridge report's (evaluation.report)
+
+
+def pilot_report_path(path: str | Path) -> Path:
+    """Where a pilot report asked for at `path` is written: a directory gets
+    pilot_report.md inside; a file named report.md (vla-bridge report's) becomes
+    pilot_report.md beside it; any other file name is kept. Its JSON goes beside it
+    (``.with_suffix(".json")``)."""
+    path = Path(path)
+    if path.is_dir():
+        return path / PILOT_REPORT_NAME
+    return path.with_name(PILOT_REPORT_NAME) if path.name == RUN_REPORT_NAME else path
+
+
+def is_pilot_data(data: object) -> bool:
+    """Whether a report.json holds a pilot report (operator_console's: groups, stages,
+    trials) rather than a run report."""
+    return isinstance(data, dict) and {"stages", "trials"} <= set(data) and "method" not in data
+
+
+def move_legacy_report(run_dir: str | Path) -> str:
+    """A pilot report written as <run>/report.md (+ report.json), the path the docs named
+    before, moved to pilot_report.md / .json so `vla-bridge report` does not overwrite it.
+    Returns what was done ("" when nothing was moved)."""
+    run_dir = Path(run_dir)
+    md, js = run_dir / RUN_REPORT_NAME, run_dir / "report.json"
+    target = run_dir / PILOT_REPORT_NAME
+    try:
+        data = json.loads(js.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not is_pilot_data(data) or target.exists() or target.with_suffix(".json").exists():
+        return ""
+    js.replace(target.with_suffix(".json"))
+    if md.is_file():
+        md.replace(target)
+    return f"moved the pilot report from {md.name} to {target.name} (and its .json)"

@@ -24,6 +24,12 @@ inferred from the gripper command and heights, as RoboFollow's scorer does):
 Sequence tasks (Scene 4 ``sequence_pickups``) have two (arm, source) pairs: intention and grasp
 must hold for both pairs (each arm to its own source), and both sources are "sources" for the
 wrong-object test.
+
+Every metric is w.r.t. one task, and ``task_success`` must be that same task's completion.
+Under the ``conflict`` cue protocol an episode has two (``benchmarks.task_roles``): the
+evaluator stores the metrics against each in the row (``scores[role]["intact"]``);
+``row_intact`` reads them, or re-scores an older row's episode against each of its tasks, and
+``summarize_intact_by_task`` gives the rates per task ("followed language" / "followed cue").
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from vla_bridge.embodiment.episode_record import EpisodeRecord
+from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, ROLE_LABELS, ROLES, row_scores
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.benchmarks.robofollow.scoring.common import (CLOSE_THRESHOLD, LIFT_THRESHOLD,
                                                              fixture_names, scene_spec)
@@ -135,4 +142,42 @@ def summarize_intact(rows: Iterable[Any]) -> dict[str, dict[str, float | int]]:
     out = {name: _rates(groups[name]) for name in sorted(groups)}
     if rows:
         out["all"] = _rates(rows)
+    return out
+
+
+# ----------------------------------------------------------------------------- per task of a row
+
+def row_intact(row: Mapping, record: EpisodeRecord | None = None,
+               suite=None) -> dict[str, dict | None]:
+    """role -> INT-ACT metrics (INTACT_FIELDS) of a results row against that role's task.
+
+    The row's own when the evaluator scored them; for an older row, re-scored from its episode
+    ``record`` against the role's task (``suite.get(id)``) with that task's completion. (Older
+    reports paired the trial's task with the row's completion, which under ``conflict`` is the
+    other task's: "intention 0 %, success 100 %".) None: not scored (a failed episode, or an
+    older row without its record).
+    """
+    ok = row.get("status", "ok") == "ok"
+    out: dict[str, dict | None] = {}
+    for role, s in row_scores(row).items():
+        metrics = s.get("intact")
+        if metrics is None and ok and record is not None and s.get("task"):
+            full = intact_metrics(suite.get(s["task"]), record, bool(s["complete"]))
+            metrics = {k: full[k] for k in INTACT_FIELDS}
+        out[role] = metrics
+    return out
+
+
+def summarize_intact_by_task(rows: Iterable[Mapping],
+                             per_row: Iterable[Mapping[str, dict | None]]) -> dict[str, dict]:
+    """Per role that has metrics: {"task": "followed language" / "followed cue", "groups":
+    ``summarize_intact`` of the rows scored against that role's task}. ``per_row``: each
+    row's ``row_intact``, in the same order."""
+    pairs = list(zip(rows, per_row))
+    out = {}
+    for role in ROLES:
+        scored = [{"scene": r.get("scene"), "level": r.get("level"), **m[role]}
+                  for r, m in pairs if m.get(role) is not None]
+        if scored:
+            out[role] = {"task": ROLE_LABELS[role], "groups": summarize_intact(scored)}
     return out

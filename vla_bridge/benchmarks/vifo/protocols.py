@@ -26,9 +26,10 @@ Metrics (percent, ``protocol_metrics`` of ``vifo.insertion``): Orig. SR (origina
 task completed), AVF (authorized, cue task completed), VTR = AVF / Orig. SR, LFR / UVF
 (conflict: language / cue task completed), UVI (no_language, cue task completed). A task
 counts as completed when RoboFollow's completion check (CR) passes; a failed episode counts
-as not completed. ``cue_metrics`` aggregates results rows per family and overall;
-``format_cue_table`` prints a Table-2-like text table (``evaluation.cue_metrics`` writes it
-into run directories and merges several of them).
+as not completed (``METRIC_TASKS``: the task each metric is against; a row's completion of
+each task: ``benchmarks.task_roles``). ``cue_metrics`` aggregates results rows per family and
+overall; ``format_cue_table`` prints a Table-2-like text table (``evaluation.cue_metrics``
+writes it into run directories and merges several of them).
 
 Scene-instantiated cues (paper section 4.2): ``scene_cue_objects`` turns a cue into textured
 thin boxes (text card F1, sign F6, ArUco / QR tag F8) for
@@ -47,6 +48,7 @@ import cv2
 import numpy as np
 
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
+from vla_bridge.benchmarks.task_roles import ROLE_LABELS, row_scores
 
 from vla_bridge.benchmarks.vifo.families import (FAMILIES, SignSpec, family, marker_id_for,
                                                  qr_payload, render_sign)
@@ -60,7 +62,7 @@ __all__ = [
     "PROTOCOLS", "CUE_PROTOCOLS", "AUTHORIZED_PROMPT", "DEFAULT_VARIANTS", "TrialCue",
     "check_protocol", "resolve_family_variant", "conflict_partner", "plan_trial",
     "grounded_task", "build_cue", "episode_record", "cue_metrics", "format_cue_table",
-    "METRICS", "FAMILY_LABELS", "SceneCueObject", "scene_cue_texture",
+    "METRICS", "METRIC_TASKS", "FAMILY_LABELS", "SceneCueObject", "scene_cue_texture",
     "scene_cue_objects", "card_quat_facing", "CUE_PLACEMENTS", "SCENE_CUE_FAMILIES",
     "check_placement", "free_table_spot", "episode_scene_cues", "yaw_quat_facing",
 ]
@@ -77,6 +79,9 @@ UNSUPPORTED_IN_GRAPH = {("F4", "goal_image"): "needs a rendered goal image"}
 
 METRICS = (("orig_sr", "Orig. SR"), ("avf", "AVF"), ("vtr", "VTR"), ("lfr", "LFR"),
            ("uvf", "UVF"), ("uvi", "UVI"))
+#: the task each metric scores the episode against (``benchmarks.task_roles``)
+METRIC_TASKS = {"orig_sr": "language", "avf": "cue", "vtr": "cue", "lfr": "language",
+                "uvf": "cue", "uvi": "cue"}
 FAMILY_LABELS = {"F1": "F1 Text", "F2": "F2 Geom.", "F3": "F3 Ghost", "F4": "F4 Pict.",
                  "F5": "F5 Gest.", "F6": "F6 Sign", "F7": "F7 Light.", "F8": "F8 Code"}
 
@@ -261,8 +266,9 @@ def episode_record(row: dict) -> EpisodeRecord | None:
     if protocol not in PROTOCOLS:
         return None
     ok = row.get("status") == "ok"
-    lang = bool(ok and cue.get("language_complete"))
-    cue_ok = bool(ok and cue.get("cue_complete"))
+    scores = row_scores(row)  # each task's own completion (older rows: from row["cue"])
+    lang = bool(ok and (scores.get("language") or {}).get("complete"))
+    cue_ok = bool(ok and (scores.get("cue") or {}).get("complete"))
     return EpisodeRecord(protocol, cue_task_success=cue_ok, language_task_success=lang,
                          family=None if protocol == "original" else cue.get("family"))
 
@@ -312,6 +318,7 @@ def cue_metrics(rows: Iterable[dict]) -> dict:
             "uvf": "conflict: cue task completed",
             "uvi": "no_language: cue task completed",
         },
+        "tasks": {key: ROLE_LABELS[role] for key, role in METRIC_TASKS.items()},
     }
 
 
@@ -338,6 +345,10 @@ def family_table(metrics: dict, rows, first: str = "metric") -> tuple[list[str],
 def format_cue_table(metrics: dict) -> str:
     """Table-2-like text: one row per metric, one column per family, Avg. (macro), All (micro)."""
     lines, _ = family_table(metrics, METRICS)
+    lines.append("task: " + "; ".join(
+        f"{ROLE_LABELS[role]}: " + ", ".join(label for key, label in METRICS
+                                             if METRIC_TASKS[key] == role)
+        for role in dict.fromkeys(METRIC_TASKS.values())))
     counts = ", ".join(f"{p} {c['episodes']}" + (f" ({c['failed']} failed)" if c["failed"] else "")
                        for p, c in sorted(metrics["episodes"].items()))
     lines.append(f"episodes: {counts or 'none'}")

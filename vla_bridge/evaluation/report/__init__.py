@@ -13,14 +13,17 @@ From ``results.jsonl`` (one row per episode) it computes, per scene/level and ov
   (``run_dir.latency_summary``);
 * PNG plots (matplotlib, Agg) of IS/ES/CR from L0 to L3 per scene (``plots``);
 * replay videos of saved episodes, raw or as the policy saw them under a visual cue
-  (``videos``; captions and encoders in ``video_io``).
+  (``videos``; captions and H.264 encoding in ``video_io``, the idle tail cut by ``idle``);
+* a pilot's operator-scored report (pilot_report.md, ``evaluation.pilot_report``) when the
+  run directory has one.
 
 ``build`` puts it together (``build_report``, ``write_report``), ``markdown`` writes it as
 text. Everything lands in the run directory: ``report.md``, ``report.json``, ``plots/``,
 ``videos/``. Numbers in ``report.json`` are percentages (0-100), like the paper's. Shared
-names (metrics, levels, the input error, reading the run) are in ``common``.
+names (metrics, levels, the input error, reading the run) are in ``common``. Each call adds
+its sections to those of the run's earlier report (``memory``).
 
-Pure logic apart from the optional MuJoCo/OpenCV/matplotlib parts, which are imported
+Pure logic apart from the optional MuJoCo/OpenCV/PyAV/matplotlib parts, which are imported
 lazily; no rclpy.
 """
 from vla_bridge.evaluation.report.build import ReportOptions, build_report, write_report

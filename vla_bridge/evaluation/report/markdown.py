@@ -48,7 +48,25 @@ def _header(report: dict) -> list[str]:
                                                if k in args and args[k] != ""))
     failed = f", {total['n_failed']} failed (scored 0)" if total["n_failed"] else ""
     out.append(f"- {total['n_episodes']} episodes of {total['n_tasks']} tasks{failed}")
+    if _sections_line(report.get("sections")):
+        out.append(_sections_line(report["sections"]))
     return out + [""]
+
+
+def _sections_line(sections: Mapping | None) -> str:
+    """Which optional sections the report has; they stay from one call to the next."""
+    if not sections:
+        return ""
+    parts = [f"paper {sections['paper']}" if sections.get("paper") else "",
+             f"compare `{sections['compare']}`" if sections.get("compare") else "",
+             "plots" if sections.get("plots") else "",
+             f"videos of {sections['videos']['count']} episode(s)" if sections.get("videos")
+             else ""]
+    parts = [p for p in parts if p]
+    if not parts:
+        return ""
+    return ("- sections: " + ", ".join(parts) + " (each call adds its flags to these; "
+            "`vla-bridge report RUN --reset` starts over)")
 
 
 def _table1(report: dict) -> list[str]:
@@ -78,7 +96,8 @@ def _paper_columns(paper: dict, group: str) -> list[str]:
 
 def _intervals(report: dict) -> list[str]:
     paper, m = report.get("paper"), report["method"]
-    out = ["## Per scene/level with 95% intervals", ""]
+    task = report["groups"]["all"].get("task")  # what the rows' own scores are against
+    out = ["## Per scene/level with 95% intervals" + (f" ({task} task)" if task else ""), ""]
     header = ["group", "episodes", "tasks", "IS %", "ES %", "CR %", "CR micro %", "IS full %",
               "ES full %"]
     if paper:
@@ -96,16 +115,30 @@ def _intervals(report: dict) -> list[str]:
                   "(n/a): fewer than 2 tasks.", ""]
 
 
+def _per_task(report: dict) -> list[str]:
+    """IS / ES / CR against each task, when the language and the cue task differ."""
+    by_task = report.get("groups_by_task")
+    if not by_task:
+        return []
+    out = ["## IS / ES / CR per task (the language and the cue named different tasks)", ""]
+    header = ["task", "group", "episodes", "IS %", "ES %", "CR %"]
+    rows = [[v["task"], g, v["n_episodes"], _fmt_ci(v["IS"]), _fmt_ci(v["ES"]), _fmt_ci(v["CR"])]
+            for table in by_task.values() for g, v in table.items()]
+    return out + _md_table(header, rows) + [""]
+
+
 def _intact(report: dict) -> list[str]:
     intact = report.get("intact")
     if not intact:
         return []
-    out = ["## INT-ACT rates (re-scored from the episode files)", ""]
-    header = ["group", "episodes", "intention %", "grasp %", "task success %", "wrong object %",
-              "intention-action gap"]
-    rows = [[g, v["n_episodes"], _fmt(v["intention_correct_rate"]), _fmt(v["grasp_success_rate"]),
-             _fmt(v["task_success_rate"]), _fmt(v["wrong_object_attempt_rate"]),
-             _fmt(v["intention_action_gap"])] for g, v in intact["groups"].items()]
+    out = ["## INT-ACT rates (every metric against one task)", ""]
+    header = ["task", "group", "episodes", "intention %", "grasp %", "task success %",
+              "wrong object %", "intention-action gap"]
+    by_task = intact.get("by_task") or {"": {"task": "", "groups": intact["groups"]}}
+    rows = [[entry["task"], g, v["n_episodes"], _fmt(v["intention_correct_rate"]),
+             _fmt(v["grasp_success_rate"]), _fmt(v["task_success_rate"]),
+             _fmt(v["wrong_object_attempt_rate"]), _fmt(v["intention_action_gap"])]
+            for entry in by_task.values() for g, v in entry["groups"].items()]
     out += _md_table(header, rows)
     if intact["n_without_file"]:
         out.append(f"\n{intact['n_without_file']} episode(s) have no episode file and are not "
@@ -128,8 +161,13 @@ def _cues(report: dict) -> list[str]:
                               for key, label in CUE_METRICS])
     counts = ", ".join(f"{p or 'none'} {c['episodes']} ({c['failed']} failed)"
                        for p, c in cues["episodes"].items())
+    by_task: dict[str, list[str]] = {}  # the task each metric is against
+    for key, label in CUE_METRICS:
+        by_task.setdefault((cues.get("tasks") or {}).get(key, "?"), []).append(label)
+    tasks = "; ".join(f"{task}: {', '.join(labels)}" for task, labels in by_task.items())
     return out + ["", f"Episodes per protocol: {counts}. Avg. is the mean over families, All "
-                  "pools every episode; a failed episode counts as not completed.", ""]
+                  "pools every episode; a failed episode counts as not completed. "
+                  f"Tasks: {tasks}.", ""]
 
 
 def _latency(report: dict) -> list[str]:
@@ -178,20 +216,48 @@ def _plots(report: dict) -> list[str]:
     return ["## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in report["plots"]] + [""]
 
 
+def _idle_cut(v: Mapping) -> str:
+    """The idle tail left out of a video: frames, seconds and share of the episode."""
+    cut = v.get("idle_cut_frames") or 0
+    if not cut:
+        return "none"
+    return f"{cut} frames, {v['idle_cut_s']:.1f} s ({100 * cut / v['episode_frames']:.0f}%)"
+
+
 def _video_row(v: Mapping) -> list[str]:
     return [v["episode"], f"[{Path(v['path']).name}]({v['path']})",
             v.get("view", "raw") + (f" (cue: {v['cue']})" if v.get("cue") else ""),
-            f"{v['frames']} ({v['episode_frames']})", f"{v['width']}x{v['height']}",
+            f"{v['frames']} ({v['episode_frames']})", _idle_cut(v),
+            f"{v['width']}x{v['height']}", v.get("codec") or v["format"],
             f"{v['render_s']:.1f}", f"{v['max_tcp_drift_m']:.1e}", v["note"] or ""]
 
 
 def _videos(report: dict) -> list[str]:
     if not report.get("videos"):
         return []
-    header = ["episode", "video", "view", "frames (of episode)", "size", "render s",
-              "replay drift m", "note"]
-    return (["## Videos", ""] + _md_table(header, [_video_row(v) for v in report["videos"]])
-            + [""])
+    header = ["episode", "video", "view", "frames (of episode)", "idle tail cut", "size",
+              "codec", "render s", "replay drift m", "note"]
+    videos = report["videos"]
+    cut = sum(v.get("idle_cut_frames") or 0 for v in videos)
+    total = sum(v["episode_frames"] for v in videos)
+    summary = (f"The videos stop a second after the last motion of an arm or object: "
+               f"{cut} of {total} episode frames ({100 * cut / total:.0f}%) were idle tail "
+               "and are cut; the last frame of a cut video says so." if cut else "")
+    return (["## Videos", ""] + _md_table(header, [_video_row(v) for v in videos]) + [""]
+            + ([summary, ""] if summary else []))
+
+
+def _pilot(report: dict) -> list[str]:
+    """The run's real-robot pilot report (operator-scored), as pilot_report.md has it."""
+    pilot = report.get("pilot")
+    if not pilot:
+        return []
+    note = f" ({pilot['note']})" if pilot.get("note") else ""
+    body = [("#" + line) if line.startswith("### ") else line
+            for line in pilot["markdown"].rstrip().splitlines()]  # below this section's level
+    return (["## Real-robot pilot (operator-scored)", "",
+             f"From [{pilot['path']}]({pilot['path']}){note}, which the operator console "
+             "writes.", ""] + body + [""])
 
 
 def _problems(report: dict) -> list[str]:
@@ -200,8 +266,8 @@ def _problems(report: dict) -> list[str]:
     return ["## Problems", ""] + [f"- {e}" for e in report["errors"]] + [""]
 
 
-_SECTIONS = (_header, _table1, _intervals, _intact, _cues, _latency, _compare, _plots, _videos,
-            _problems)
+_SECTIONS = (_header, _table1, _intervals, _per_task, _intact, _cues, _latency, _compare, _pilot,
+             _plots, _videos, _problems)
 
 
 # =============================================================================== documents

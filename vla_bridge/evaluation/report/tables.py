@@ -4,6 +4,12 @@ bootstrap interval, and the empty-language drop between two runs.
 Point estimates are ``summary.json``'s (``scoring.common.summarize``: mean Intent/Execution
 Score over episodes, task-macro Completion Rate).
 
+Which task: a row's own scores are against its ``scored_task`` (``benchmarks.task_roles``);
+under the ``conflict`` cue protocol the language task and the cue task differ, and
+``results_table(rows, role=...)`` / ``task_tables`` score every row against its language or
+its cue task instead. Every group names the task it was scored against (``task``: "followed
+language", "followed cue"); rows still group by their suite trial (task_id, scene, level).
+
 Intervals
 ---------
 RoboFollow's CR is task-macro: the mean over tasks of each task's completion rate over its
@@ -25,10 +31,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from vla_bridge.benchmarks.task_roles import (ROLE_LABELS, role_rows, roles_of, scored_role,
+                                              task_label)
 from vla_bridge.evaluation.report.common import METRICS, group_key, level_order, pct
 from vla_bridge.evaluation.report.paper import (DEFAULT_PAPER_MODEL, EMPTY_LANGUAGE_MODEL,
                                                 paper_cells, paper_model)
@@ -129,12 +138,18 @@ def group_rows(rows: Iterable[Mapping]) -> dict[str, list[Mapping]]:
 
 
 def results_table(rows: Sequence[Mapping], n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED,
-                  confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict]:
-    """Per group: counts and IS / ES / CR in percent, each {"value", "lo", "hi"}.
+                  confidence: float = DEFAULT_CONFIDENCE,
+                  role: str | None = None) -> dict[str, dict]:
+    """Per group: counts, the task scored (``task``) and IS / ES / CR in percent, each
+    {"value", "lo", "hi"}.
 
-    Point estimates are ``scoring.common.summarize``'s (the numbers of summary.json).
+    ``role`` None: the rows' own scores, the numbers of summary.json
+    (``scoring.common.summarize``); "language" / "cue": every row scored against that task
+    (rows without one are left out).
     """
     from vla_bridge.benchmarks.robofollow.scoring.common import summarize
+    rows = role_rows(rows, role) if role else list(rows)
+    label = ROLE_LABELS[role] if role else task_label(rows)
     summary = summarize(rows)
     table = {}
     for group, members in group_rows(rows).items():
@@ -144,7 +159,7 @@ def results_table(rows: Sequence[Mapping], n_boot: int = DEFAULT_BOOT, seed: int
                  "CR": s["completion_rate"]}
         scene, _, level = group.partition("/")
         table[group] = {
-            "scene": scene if group != "all" else "all", "level": level or "all",
+            "scene": scene if group != "all" else "all", "level": level or "all", "task": label,
             "n_episodes": s["n_episodes"], "n_tasks": s["n_tasks"],
             "n_failed": sum(1 for r in members if r.get("status", "ok") != "ok"),
             **{m: {"value": pct(point[m]), "lo": pct(ci[m][0]) if ci[m] else None,
@@ -153,6 +168,13 @@ def results_table(rows: Sequence[Mapping], n_boot: int = DEFAULT_BOOT, seed: int
             "IS_full_rate": pct(s["intent_full_rate"]), "ES_full_rate": pct(s["exec_full_rate"]),
         }
     return table
+
+
+def task_tables(rows: Sequence[Mapping], n_boot: int = DEFAULT_BOOT, seed: int = DEFAULT_SEED,
+                confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, dict]]:
+    """role -> ``results_table`` of the rows scored against that role's task, for every role
+    some row has ("language", "cue"): a conflict run's IS / ES / CR per task."""
+    return {role: results_table(rows, n_boot, seed, confidence, role) for role in roles_of(rows)}
 
 
 # =============================================================================== empty language
@@ -213,3 +235,56 @@ def compare_runs(normal_rows: Sequence[Mapping], empty_rows: Sequence[Mapping],
             entry["paper_drop"] = paper_drop[group]
         out[group] = entry
     return out
+
+
+# =============================================================================== INT-ACT per task
+
+def _row_intact(run_dir: Path, row: Mapping, suite, errors: list[str]) -> dict | None:
+    """``row_intact`` of one row: the evaluator's metrics, else re-scored from its episode
+    file; None when it needs the file and has none."""
+    from vla_bridge.benchmarks.intact.metrics import row_intact
+    from vla_bridge.embodiment.episode_record import load_episode
+    stored = row_intact(row)
+    if all(m is not None for m in stored.values()):
+        return stored
+    file = row.get("episode_file")
+    if not file or not (run_dir / file).is_file():
+        return None
+    if row.get("status", "ok") != "ok":  # a failed episode is not scored
+        return stored
+    try:
+        record, _meta = load_episode(run_dir / file)
+        return row_intact(row, record, suite)
+    except Exception as exc:  # noqa: BLE001 - one bad file must not sink the report
+        errors.append(f"{file}: {type(exc).__name__}: {exc}")
+        return stored
+
+
+def _pct_groups(groups: Mapping) -> dict:
+    ordered = sorted(groups, key=level_order)
+    return {g: {k: (v if k == "n_episodes" else pct(v)) for k, v in groups[g].items()}
+            for g in ordered}
+
+
+def intact_tables(run_dir: str | Path, rows: Sequence[Mapping]) -> dict | None:
+    """INT-ACT rates (percent) per task the rows name (``by_task``: "language" / "cue" ->
+    {"task": "followed language" / "followed cue", "groups"}), every metric against one task
+    with that task's completion as success. The evaluator stores them per task; older rows
+    are re-scored from their episode files. ``groups`` / ``task``: the rows' own (scored)
+    task's, as the report showed before. None when no row could be scored."""
+    from vla_bridge.benchmarks.intact.metrics import summarize_intact_by_task
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite
+    run_dir, suite, errors = Path(run_dir), load_suite(), []
+    per_row = [_row_intact(run_dir, r, suite, errors) for r in rows]
+    by_task = summarize_intact_by_task(rows, [m or {} for m in per_row])
+    if not by_task:
+        return None
+    role = next((scored_role(r) for r in rows if scored_role(r) in by_task), next(iter(by_task)))
+    scored = [(r, m) for r, m in zip(rows, per_row) if m and any(v is not None for v in m.values())]
+    return {"task": ROLE_LABELS[role], "groups": _pct_groups(by_task[role]["groups"]),
+            "by_task": {r: {"task": v["task"], "groups": _pct_groups(v["groups"])}
+                        for r, v in by_task.items()},
+            "n_episodes_scored": len(scored), "n_without_file": per_row.count(None),
+            "episodes": [{"scene": r.get("scene"), "level": r.get("level"), "key": r.get("key"),
+                          **m} for r, m in scored],
+            "errors": errors}

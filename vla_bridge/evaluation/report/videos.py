@@ -3,7 +3,8 @@
 A saved episode's executed commands are replayed in the MuJoCo backend from the same scene,
 layout and seed (the lock-step sim is deterministic; the replay checks the TCP positions
 against the recorded ones), rendered from ``cam_high`` with the instruction, frame index and
-scores drawn in (``video_io``: MP4 via OpenCV ``mp4v``, animated GIF via PIL otherwise).
+scores drawn in (``video_io``: H.264 MP4, else OpenCV ``mp4v``, else animated GIF). The idle
+tail after the last motion (``idle``) is cut, leaving a second of rest; the last frame says so.
 When the episode ran under a visual-cue protocol (its row has a ``cue`` with a family and a
 cue task), the video shows by default what the policy saw: the evaluator's CueSpec is rebuilt
 (``benchmarks.vifo.replay.episode_cue``) and every replayed frame goes through the overlay's
@@ -23,7 +24,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from vla_bridge.evaluation.report.common import ReportError
-from vla_bridge.evaluation.report.video_io import GifWriter, Mp4Writer, Overlay
+from vla_bridge.evaluation.report.idle import active_length
+from vla_bridge.evaluation.report.video_io import GifWriter, Overlay, open_mp4
 
 VIDEO_CAMERA = "cam_high"
 VIDEO_VIEWS = ("cued", "raw", "both")  # what a video shows; default: cued if the episode had a cue
@@ -35,6 +37,7 @@ class VideoResult:
     episode: str  # the .npz, relative to the run directory when known
     path: str
     format: str  # "mp4" or "gif"
+    codec: str  # "h264", "mp4v" (no PyAV/libx264) or "gif"
     frames: int  # frames written
     width: int
     height: int
@@ -46,6 +49,8 @@ class VideoResult:
     view: str = "raw"  # "raw", "cued" or "both" (raw | cued side by side)
     cue: str = ""  # the episode's cue (protocol | family / variant | cue task); "" without one
     cue_ms_per_frame: float | None = None  # mean cue conditioning time of a frame (cued views)
+    idle_cut_frames: int = 0  # episode frames of the idle tail left out at the end
+    idle_cut_s: float = 0.0  # the same in episode seconds
 
 
 @dataclass
@@ -70,9 +75,10 @@ def _check_replayable(episode_path, record, meta) -> None:
 
 
 def replay_frames(record, meta: Mapping, backend, camera: str = VIDEO_CAMERA, stride: int = 1,
-                  conditioner=None, cue_objects=()):
+                  conditioner=None, cue_objects=(), end: int | None = None):
     """Replay a record's commands on `backend` (reset to meta's scene, layout, seed) and yield a
-    ReplayFrame for frame 0 (after reset), every `stride`-th frame and the last one.
+    ReplayFrame for frame 0 (after reset), every `stride`-th frame and the last one (frame
+    `end` - 1 when `end` is given: the frames after it are not replayed).
 
     `conditioner` (``benchmarks.vifo.replay.CueConditioner``) adds the cued image: the frame
     goes through the overlay's code path with the replayed world state, joint state and the
@@ -85,7 +91,7 @@ def replay_frames(record, meta: Mapping, backend, camera: str = VIDEO_CAMERA, st
     session.begin(meta["scene"], meta["layout"], int(meta["seed"]), cue_objects=tuple(cue_objects))
     focal = ({camera: float(backend.camera_model(camera).focal_px)}
              if conditioner is not None else None)
-    n = len(record.commands)
+    n = len(record.commands) if end is None else min(end, len(record.commands))
     for i in range(n):
         if i:
             session.step_action(record.commands[i])
@@ -146,10 +152,10 @@ def _caption(described: str, placement: str | None, shown: str) -> str:
 
 
 def _open_writer(out_path: Path, fmt: str, fps: float, size: tuple[int, int]) -> tuple[Any, str]:
-    """The writer of format `fmt` and a note ("" unless mp4 failed and a GIF is written)."""
+    """The writer of format `fmt` and a note ("" unless H.264 or mp4 failed)."""
     if fmt == "mp4":
         try:
-            return Mp4Writer(out_path.with_suffix(".mp4"), fps, size), ""
+            return open_mp4(out_path.with_suffix(".mp4"), fps, size)
         except Exception as exc:
             return GifWriter(out_path.with_suffix(".gif"), fps), f"mp4 failed ({exc}); wrote GIF"
     if fmt != "gif":
@@ -167,9 +173,10 @@ def _tcp_drift(frame: ReplayFrame, record) -> float:
     return drift
 
 
-def _write_frames(writer, overlay: Overlay, frames, record, shown: str,
-                  control_period: float) -> tuple[int, float, list[float]]:
-    """Caption and write the replayed frames: (frames written, max TCP drift, cue ms a frame)."""
+def _write_frames(writer, overlay: Overlay, frames, record, shown: str, control_period: float,
+                  marks: Mapping[int, str]) -> tuple[int, float, list[float]]:
+    """Caption and write the replayed frames: (frames written, max TCP drift, cue ms a frame).
+    `marks`: text after the frame index of some frames (by episode frame index)."""
     last = len(record.commands) - 1
     drift, written, cue_ms = 0.0, 0, []
     for f in frames:
@@ -180,7 +187,8 @@ def _write_frames(writer, overlay: Overlay, frames, record, shown: str,
             image = np.concatenate([f.raw, f.cued], axis=1)
         else:  # a scene cue's "cued" view is the raw image: the card is in the scene
             image = f.raw if f.cued is None else f.cued
-        writer.add(overlay.compose(image, f.index, last, f.index * control_period))
+        writer.add(overlay.compose(image, f.index, last, f.index * control_period,
+                                   marks.get(f.index, "")))
         written += 1
     return written, drift, cue_ms
 
@@ -189,16 +197,18 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
                          camera: str = VIDEO_CAMERA, stride: int = 2, fps: float | None = None,
                          scale: int = 2, fmt: str = "mp4", meta_override: dict | None = None,
                          label: str | None = None, cue: Mapping | None = None,
-                         view: str | None = None) -> VideoResult:
+                         view: str | None = None, trim_idle: bool = True) -> VideoResult:
     """Replay a saved episode's commands in MuJoCo and write a captioned video of `camera`.
 
     Frame 0 is the scene after reset; frame i (i >= 1) follows the i-th executed command.
     Every `stride`-th frame and the last one are rendered (rendering dominates the cost on
     a CPU renderer), played at `fps` (default: real time, 1 / (control period x stride)).
-    `fmt` "mp4" falls back to "gif" when OpenCV cannot
-    encode; the output suffix follows the format actually written. `meta_override` replaces
-    meta fields (e.g. the scores of the results row). `backend` (a MujocoBackend) may be
-    shared between calls to keep compiled scene models.
+    `trim_idle`: stop a second after the last motion (``idle.active_length``); the last frame's
+    caption and the result (``idle_cut_frames``) say how much was cut. `fmt` "mp4" is H.264,
+    else mp4v, and falls back to "gif" when neither encodes; the output suffix follows the
+    format actually written. `meta_override` replaces meta fields (e.g. the scores of the
+    results row). `backend` (a MujocoBackend) may be shared between calls to keep compiled
+    scene models.
 
     `cue` is the results row's ``cue`` (default: meta's ``cue``, if any). When it shows a cue,
     the evaluator's CueSpec is rebuilt and `view` chooses what the video shows: "cued" (what
@@ -232,6 +242,9 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
         backend = MujocoBackend()
     control_period = float(getattr(backend, "control_period", 0.06))
     fps = float(fps) if fps else 1.0 / (control_period * stride)
+    n = len(record.commands)
+    end = active_length(record, control_period) if trim_idle else n
+    marks = {end - 1: f"(idle to {n - 1}: cut)"} if end < n else {}
     described = cue_label(cue_info)
     panels = ("raw camera", "cued: what the policy saw") if shown == "both" else ()
     overlay = Overlay(meta, backend.width * (2 if shown == "both" else 1), backend.height, scale,
@@ -241,9 +254,9 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
     writer, fallback = _open_writer(out_path, fmt, fps, overlay.size)
     note = _add_note(note, fallback)
     try:
-        frames = replay_frames(record, meta, backend, camera, stride, conditioner, cards)
+        frames = replay_frames(record, meta, backend, camera, stride, conditioner, cards, end)
         written, drift, cue_ms = _write_frames(writer, overlay, frames, record, shown,
-                                               control_period)
+                                               control_period, marks)
     finally:
         writer.close()
         if ghosts is not None:
@@ -253,50 +266,61 @@ def render_episode_video(episode_path: str | Path, out_path: str | Path, *, back
         if own_backend:
             backend.close()
     path = writer.path
-    if isinstance(writer, Mp4Writer) and (not path.is_file() or path.stat().st_size == 0):
-        raise RuntimeError(f"OpenCV wrote no data to {path}")
+    if writer.codec != "gif" and (not path.is_file() or path.stat().st_size == 0):
+        raise RuntimeError(f"the {writer.codec} encoder wrote no data to {path}")
     if drift > REPLAY_DRIFT_WARN_M:
         note = _add_note(note, f"replay diverged from the record by {drift:.4f} m "
                                "(not the recorded episode)")
     return VideoResult(episode=label or str(episode_path), path=str(path),
-                       format=path.suffix.lstrip("."), frames=written, width=overlay.size[0],
-                       height=overlay.size[1], fps=round(fps, 3),
-                       episode_frames=len(record.commands),
-                       render_s=round(time.perf_counter() - t0, 3), max_tcp_drift_m=drift,
-                       note=note, view=shown, cue=described,
-                       cue_ms_per_frame=round(float(np.mean(cue_ms)), 3) if cue_ms else None)
+                       format=path.suffix.lstrip("."), codec=writer.codec, frames=written,
+                       width=overlay.size[0], height=overlay.size[1], fps=round(fps, 3),
+                       episode_frames=n, render_s=round(time.perf_counter() - t0, 3),
+                       max_tcp_drift_m=drift, note=note, view=shown, cue=described,
+                       cue_ms_per_frame=round(float(np.mean(cue_ms)), 3) if cue_ms else None,
+                       idle_cut_frames=n - end, idle_cut_s=round((n - end) * control_period, 2))
 
 
 # =============================================================================== a run's videos
 
-def render_videos(run_dir: str | Path, rows: Sequence[Mapping], count: int, *, stride: int = 2,
+def replayable(run_dir: str | Path, rows: Sequence[Mapping], count: int) -> list[Mapping]:
+    """The first `count` rows (results order) whose episode file exists."""
+    run_dir = Path(run_dir)
+    return [r for r in rows
+            if r.get("episode_file") and (run_dir / r["episode_file"]).is_file()][:count]
+
+
+def _video_stem(run_dir: Path, episode: Path) -> Path:
+    """<run>/videos/<scene>/<task>_r<round> (no suffix) of an episode file."""
+    inside = episode.parts[:1] == ("episodes",)
+    inner = episode.relative_to("episodes") if inside else Path(episode.name)
+    return run_dir / "videos" / inner.with_suffix("")
+
+
+def render_videos(run_dir: str | Path, rows: Sequence[Mapping], *, stride: int = 2,
                   fps: float | None = None, fmt: str = "mp4", camera: str = VIDEO_CAMERA,
-                  stream=None, view: str | None = None) -> tuple[list[VideoResult], list[str]]:
-    """Videos of the first `count` episodes (results order) whose episode file exists, into
+                  stream=None, view: str | None = None,
+                  trim_idle: bool = True) -> tuple[list[VideoResult], list[str]]:
+    """Videos of the episodes of `rows` (see replayable), into
     <run>/videos/<scene>/<task>_r<round>.<mp4|gif>; returns (results, errors). `view`: see
     render_episode_video (None: cued for episodes that showed a cue, else raw)."""
     from vla_bridge.evaluation.progress import Progress
     run_dir = Path(run_dir)
     if view is not None and view not in VIDEO_VIEWS:
         raise ReportError(f"video view must be one of {', '.join(VIDEO_VIEWS)}, got {view!r}")
-    chosen = [r for r in rows
-              if r.get("episode_file") and (run_dir / r["episode_file"]).is_file()][:count]
-    if not chosen:
-        return [], [f"no episode files to replay in {run_dir} (the run saved none)"]
+    if not rows:
+        return [], []
     from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
     backend = MujocoBackend()
     results, errors = [], []
     try:
-        with Progress(len(chosen), "videos", stream=stream) as bar:
-            for r in chosen:
+        with Progress(len(rows), "videos", stream=stream) as bar:
+            for r in rows:
                 episode = Path(r["episode_file"])
-                inside = episode.parts[:1] == ("episodes",)
-                inner = episode.relative_to("episodes") if inside else Path(episode.name)
-                out = run_dir / "videos" / inner.with_suffix("")
                 try:
                     res = render_episode_video(
-                        run_dir / episode, out, backend=backend, camera=camera, stride=stride,
-                        fps=fps, fmt=fmt, label=str(episode), cue=r.get("cue"), view=view,
+                        run_dir / episode, _video_stem(run_dir, episode), backend=backend,
+                        camera=camera, stride=stride, fps=fps, fmt=fmt, label=str(episode),
+                        cue=r.get("cue"), view=view, trim_idle=trim_idle,
                         meta_override={k: r[k] for k in ("intent_score", "exec_score", "complete")
                                        if k in r})
                     res.path = str(Path(res.path).relative_to(run_dir))
