@@ -3,16 +3,21 @@ an action chunk, and publishes it as a JointTrajectory that echoes the observati
 
 An observation is complete when the joint state and every camera image with the same stamp
 have arrived (plus the world state for privileged backends such as the oracle).
+
+A heartbeat on contract.TOPIC_POLICY_HEARTBEAT (50 Hz, from its own thread so a long predict
+does not silence it) tells the robot node the policy is alive; the PiPER node holds the arms
+when it stops.
 """
 from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import time
 
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
@@ -23,6 +28,7 @@ from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.registry import make_policy
 
 KEEP_STAMPS = 64  # observation parts kept while waiting for the rest
+HEARTBEAT_PERIOD_S = 0.02  # 50 Hz; the PiPER node holds after 0.15 s of silence (piper_safety.yaml)
 BEGIN_NEEDS = ("task", "instruction")  # begin fields the node reads (contract.check_control)
 
 
@@ -49,6 +55,7 @@ class PolicyNode(Node):
             self.policy, ChunkScheduler(self.dt, self.action_horizon, p["temporal_ensemble"],
                                         p["async_inference"]),
             self._publish_chunk, self.status, self.get_logger().error, p["async_inference"])
+        self.heartbeat = Heartbeat(self, HEARTBEAT_PERIOD_S)
         self.get_logger().info(f"policy node ready: backend={p['backend']}")
 
     def _make_io(self, image_source: str) -> None:
@@ -159,8 +166,36 @@ class PolicyNode(Node):
         self.calls = self.chunking.calls + 1
 
     def close(self) -> None:
+        self.heartbeat.stop()
         self.chunking.close()
         getattr(self.policy, "close", lambda: None)()
+
+
+class Heartbeat:
+    """The node's sign of life, published from a thread of its own: a predict() blocking the
+    executor must not look like a dead policy, a dead process must go silent."""
+
+    def __init__(self, node: Node, period_s: float):
+        self.node, self.period_s = node, period_s
+        self.pub = node.create_publisher(Header, C.TOPIC_POLICY_HEARTBEAT,
+                                         messages.qos_profile(C.QOS_LATEST))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="policy-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.pub.publish(Header(stamp=self.node.get_clock().now().to_msg(),
+                                        frame_id=self.node.get_name()))
+            except Exception:  # noqa: BLE001 - the context is shutting down: stop beating
+                return
+            if self._stop.wait(self.period_s):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
 
 
 def _accepts(function, name: str) -> bool:

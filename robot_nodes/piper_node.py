@@ -8,6 +8,11 @@ Subscribes:
                  over each point's time_from_start at `command_rate_hz`, every command
                  through the safety filter (`robot_nodes.safety`). A new chunk replaces the
                  one playing, starting from the command being executed (no jump).
+  policy heartbeat  the policy node's sign of life (contract.TOPIC_POLICY_HEARTBEAT, 50 Hz).
+                 Once one has arrived, a heartbeat (or chunk) older than the safety file's
+                 policy_heartbeat_timeout_s (0.15 s) stops the chunk being played and holds
+                 the arms where they are (a dead policy's chunk is not played to its end; the
+                 cut chunk reports "chunk_done", so a policy that was only late goes on).
   episode control  begin -> "ready", end -> stop the chunk; each accepted chunk is a policy
                  call, each finished one -> "chunk_done" (and "done" once the begin message's
                  max_policy_calls are spent). The real arm runs on the wall clock: chunks are
@@ -17,12 +22,18 @@ Services (std_srvs/Trigger):
   ~/resume          SDK resume + enable + CAN joint mode, then releases the latch
 
 Stops latch for every arm at once: the e-stop service, an arm that stops answering for
-`feedback_timeout_s`, or an arm that reports an emergency stop (also at start-up: then call
+`feedback_timeout_s` (`fake_feedback_timeout_s` for the emulator), or an arm that reports an emergency stop (also at start-up: then call
 ~/resume). While latched nothing is sent; the arms hold their last target.
 
 One arm ("arms: right") uses that arm's 7 contract names only; two arms use all 14.
 With use_fake_hardware the node starts the PiPER firmware emulator (`fake_piper`) on
-in-process virtual CAN buses and drives it through the real piper_sdk.
+in-process virtual CAN buses and drives it through the real piper_sdk; the fake arms power up
+at the workcell's home pose with open grippers, inside the safety limits (a real arm rests
+folded, on its joint2/joint3 range ends).
+
+Each arm's step is sized right before its send, by the time since its previous send returned
+(`SafetyFilter.sent`), so the speed cap holds for the commands on the wire even when a loaded
+CPU delays a send long after its tick started.
 """
 from __future__ import annotations
 
@@ -37,15 +48,17 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
+from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.robot_nodes.fake_piper import FakePiper
-from vla_bridge.robot_nodes.piper_arm import PiperArm, PiperArmError
-from vla_bridge.robot_nodes.safety import SafetyEvent, SafetyFilter, load_safety_params
+from vla_bridge.robot_nodes.piper_arm import GRIPPER_STROKE_MAX_M, PiperArm, PiperArmError
+from vla_bridge.robot_nodes.safety import (EventLogLimiter, SafetyEvent, SafetyFilter,
+                                           load_safety_params)
+from vla_bridge.embodiment.workcell import HOME_ARM_Q
 
 DEFAULTS = {
     "arms": "left,right",
@@ -61,10 +74,13 @@ DEFAULTS = {
     "connect_timeout_s": 2.0,
     "enable_timeout_s": 5.0,
     "feedback_timeout_s": 0.25,
+    # The emulator's feedback thread shares this process (and its GIL) with the node: on a
+    # loaded machine it can pause longer than a real arm's CAN stream ever does.
+    "fake_feedback_timeout_s": 1.0,
     "default_chunk_period_s": 0.06,  # when a chunk's points carry no time_from_start
     "disable_on_shutdown": True,
 }
-EVENT_LOG_PERIOD_S = 1.0  # one log line per arm and rule per second, with a count
+EVENT_LOG_PERIOD_S = 5.0  # repeats of a rule on an arm: one log line per 5 s, with a count
 
 
 def parse_arms(text: str) -> tuple[str, ...]:
@@ -116,12 +132,17 @@ class PiperNode(Node):
         super().__init__("piper_node", **node_kwargs)
         p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
         self.p = p
+        self.feedback_timeout_s = float(p["fake_feedback_timeout_s" if p["use_fake_hardware"]
+                                          else "feedback_timeout_s"])
         self.arms = parse_arms(p["arms"])
         self.names = C.joint_names(self.arms)
         self.slices = {arm: slice(i * C.JOINTS_PER_ARM, (i + 1) * C.JOINTS_PER_ARM)
                        for i, arm in enumerate(self.arms)}
         params = load_safety_params(p["safety_params_file"] or None)
         self.safety = {arm: SafetyFilter(arm, params) for arm in self.arms}
+        self.heartbeat_timeout_s = params.policy_heartbeat_timeout_s
+        self.policy_alive_at: float | None = None  # monotonic; None until a heartbeat came
+        self._silence_seen = False  # the last tick found the heartbeat too old
         self._lock = threading.RLock()
         self.player: ChunkPlayer | None = None
         self.commanded: dict[str, np.ndarray | None] = {arm: None for arm in self.arms}
@@ -130,7 +151,7 @@ class PiperNode(Node):
         self.calls = 0
         self.max_calls: int | None = None
         self.ticks = 0
-        self._event_log: dict[tuple[str, str], list] = {}
+        self._event_log = EventLogLimiter(EVENT_LOG_PERIOD_S)
         self.fakes: dict[str, FakePiper] = {}
         self.hw: dict[str, PiperArm] = {}
         self._closed = False
@@ -153,7 +174,9 @@ class PiperNode(Node):
             if p["use_fake_hardware"]:
                 # unique channel: the SDK keeps one interface object per port name per process
                 port = f"fake_{port}_{uuid.uuid4().hex[:8]}"
-                self.fakes[arm] = FakePiper(port).start()
+                # at home, not folded on the range ends the filter clips (a real arm's rest)
+                self.fakes[arm] = FakePiper(port, initial_joints=HOME_ARM_Q,
+                                            initial_gripper_m=GRIPPER_STROKE_MAX_M).start()
                 interface = "virtual"
             else:
                 interface = p["can_interface"]
@@ -191,6 +214,9 @@ class PiperNode(Node):
                                  q(C.QOS_COMMAND), callback_group=control)
         self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control,
                                  q(C.QOS_EVENTS), callback_group=control)
+        # its own group: a heartbeat must never wait behind a chunk being unpacked
+        self.create_subscription(Header, C.TOPIC_POLICY_HEARTBEAT, self.on_heartbeat,
+                                 q(C.QOS_LATEST), callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, "~/emergency_stop", self.on_emergency_stop,
                             callback_group=services)
         self.create_service(Trigger, "~/resume", self.on_resume, callback_group=services)
@@ -229,32 +255,69 @@ class PiperNode(Node):
         with self._lock:
             if self._closed:
                 return
-            readings = {arm: self.hw[arm].read() for arm in self.arms}
-            for arm, fb in readings.items():
-                self.feedback[arm] = fb.vector()
-                if self.safety[arm].latched:
-                    continue
-                age = self.hw[arm].feedback_age()
-                if age > float(self.p["feedback_timeout_s"]):
-                    self._latch_all(f"no feedback from the {arm} arm for {age:.2f} s", now)
-                elif fb.emergency_stopped:
-                    self._latch_all(f"the {arm} arm reports an emergency stop", now)
+            self._check_arms(now)
+            self._check_heartbeat(now)
             player = self.player
             target = player.sample(now) if player is not None else None
             for arm in self.arms:
-                hw, safety, measured = self.hw[arm], self.safety[arm], self.feedback[arm]
-                out = safety.step(None if target is None else target[self.slices[arm]], measured, now)
-                self._log_events(out.events)
-                if out.command is not None:
-                    try:
-                        hw.command(out.command[:6], out.command[6])
-                        self.commanded[arm] = out.command
-                    except (PiperArmError, ValueError) as exc:
-                        self.get_logger().error(f"[{arm}] command failed: {exc}")
+                self._command_arm(arm, None if target is None else target[self.slices[arm]])
             self.ticks += 1
             if player is not None and player.done(now):
                 self.player = None
                 self._chunk_finished()
+
+    def _check_arms(self, now: float) -> None:
+        """Read both arms; latch both on a silent or emergency-stopped arm."""
+        readings = {arm: self.hw[arm].read() for arm in self.arms}
+        for arm, fb in readings.items():
+            self.feedback[arm] = fb.vector()
+            if self.safety[arm].latched:
+                continue
+            age = self.hw[arm].feedback_age()
+            if age > self.feedback_timeout_s:
+                self._latch_all(f"no feedback from the {arm} arm for {age:.2f} s", now)
+            elif fb.emergency_stopped:
+                self._latch_all(f"the {arm} arm reports an emergency stop", now)
+
+    def _check_heartbeat(self, now: float) -> None:
+        """Stop the chunk and hold every arm once the policy went silent (caller holds the
+        lock). Checked only after a first heartbeat: a publisher without one (a test, a tool)
+        keeps the chunk-based watchdog alone. Silence must be seen on two ticks in a row: a
+        heartbeat queued while this process itself was starved gets one tick to arrive."""
+        alive = self.policy_alive_at
+        stale = bool(self.heartbeat_timeout_s) and alive is not None and \
+            now - alive > self.heartbeat_timeout_s
+        confirmed, self._silence_seen = stale and self._silence_seen, stale
+        if not confirmed:
+            return
+        reason = (f"policy heartbeat silent for {now - alive:.3f} s "
+                  f"(> {self.heartbeat_timeout_s} s)")
+        cut = self.player is not None
+        self.player = None
+        for arm in self.arms:
+            self._log_events(self.safety[arm].hold(self.feedback[arm], now, reason))
+        if cut:
+            self._chunk_finished(reason="chunk cut: " + reason)
+
+    def _command_arm(self, arm: str, target: np.ndarray | None) -> None:
+        """Filter and send one arm's command. The step is sized by the clock read right here,
+        not at the tick's start: on a loaded CPU the send can come tens of ms after that, and
+        the speed cap is about the commands on the wire (SafetyFilter.sent)."""
+        safety = self.safety[arm]
+        out = safety.step(target, self.feedback[arm], time.monotonic())
+        self._log_events(out.events)
+        if out.command is None:
+            return
+        try:
+            self.hw[arm].command(out.command[:6], out.command[6])
+        except (PiperArmError, ValueError) as exc:
+            self.get_logger().error(f"[{arm}] command failed: {exc}")
+            return
+        safety.sent(out.command, time.monotonic())
+        self.commanded[arm] = out.command
+
+    def on_heartbeat(self, msg: Header) -> None:
+        self.policy_alive_at = time.monotonic()
 
     def _latch_all(self, reason: str, now: float) -> None:
         """A fault on one arm stops both: latch every filter, drop the chunk (caller holds
@@ -264,10 +327,10 @@ class PiperNode(Node):
             if not self.safety[arm].latched:
                 self._log_events(self.safety[arm].estop(reason, now), force=True)
 
-    def _chunk_finished(self) -> None:
+    def _chunk_finished(self, **fields) -> None:
         if self.episode is None:
             return
-        self.status(C.STATUS_CHUNK_DONE, tick=self.ticks, calls=self.calls)
+        self.status(C.STATUS_CHUNK_DONE, tick=self.ticks, calls=self.calls, **fields)
         if self.max_calls is not None and self.calls >= self.max_calls:
             self.status(C.STATUS_DONE, ticks=self.ticks, calls=self.calls,
                         reason="policy-call budget spent")
@@ -297,7 +360,10 @@ class PiperNode(Node):
                 self.calls += 1
             start = np.concatenate([self.commanded[a] if self.commanded[a] is not None
                                     else self.feedback[a] for a in self.arms])
-            self.player = ChunkPlayer(start, chunk, times, time.monotonic())
+            now = time.monotonic()
+            if self.policy_alive_at is not None:  # a chunk is a sign of life too
+                self.policy_alive_at = now
+            self.player = ChunkPlayer(start, chunk, times, now)
 
     def on_control(self, msg: String) -> None:
         ctl = messages.parse_control(msg, self.get_logger())
@@ -364,16 +430,8 @@ class PiperNode(Node):
 
     # ------------------------------------------------------------------ logging
     def _log_events(self, events: list[SafetyEvent], force: bool = False) -> None:
-        now = time.monotonic()
-        for e in events:
-            key = (e.arm, e.rule)
-            last, suppressed = self._event_log.get(key, (-1e9, 0))
-            if force or now - last >= EVENT_LOG_PERIOD_S:
-                more = f" (+{suppressed} more in the last {now - last:.1f} s)" if suppressed else ""
-                self.get_logger().warning(f"safety {e}{more}")
-                self._event_log[key] = [now, 0]
-            else:
-                self._event_log[key] = [last, suppressed + 1]
+        for line in self._event_log.lines(events, time.monotonic(), force):
+            self.get_logger().warning(line)
 
 
 def main(args=None) -> int:

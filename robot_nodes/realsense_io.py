@@ -218,6 +218,48 @@ class CameraSource:
         return f"{self.camera} <- device {self.serial or '(any)'}"
 
 
+#: where the realsense node's frames come from (parameter `source`)
+CAMERA_SOURCES = ("auto", "devices", "playback", "synthetic")
+NO_CAMERAS_HINT = ("give the serial numbers, serials:='cam_high:SERIAL,cam_left_wrist:SERIAL,"
+                   "cam_right_wrist:SERIAL' (launch argument camera_serials; "
+                   "`rs-enumerate-devices -s` lists them), or recordings, playback_dir:=DIR "
+                   "holding DIR/<camera>.db3 (launch argument camera_playback_dir; "
+                   "docs/real_hardware.md section 6 says how to record them)")
+
+
+def plan_sources(source: str, cameras: Iterable[str], serials: dict[str, str],
+                 playback: dict[str, str], fake_hardware: bool) -> tuple[str, dict[str, str]]:
+    """("synthetic", {}) or ("pipelines", the recordings to play; the other cameras are
+    devices). ValueError saying how to give serials or recordings when neither is there.
+
+    `auto`: synthetic for fake hardware given neither serials nor recordings, else the
+    recordings where given and devices for the rest. `devices` ignores recordings,
+    `playback` needs one for every camera, `synthetic` renders every camera."""
+    cameras = tuple(cameras)
+    if source not in CAMERA_SOURCES:
+        raise ValueError(f"source must be one of {list(CAMERA_SOURCES)}, got {source!r}")
+    if source == "synthetic" or (source == "auto" and fake_hardware and not serials
+                                 and not playback):
+        return "synthetic", {}
+    if source == "devices":
+        playback = {}
+    elif source == "playback":
+        missing = [c for c in cameras if c not in playback]
+        if missing:
+            raise ValueError(f"source playback: no recording for {missing}; set playback_dir "
+                             "(DIR/<camera>.db3) or <camera>.playback_file")
+    live = [c for c in cameras if c not in playback]
+    unnamed = [c for c in live if c not in serials]
+    if len(live) > 1 and unnamed:
+        what = "no camera serial numbers and no recordings" if len(unnamed) == len(cameras) \
+            else f"cameras {unnamed} have no serial number"
+        raise ValueError(f"{what} ({len(live)} devices need one serial each): {NO_CAMERAS_HINT}"
+                         "; without cameras, fake hardware (use_fake_hardware) renders "
+                         "synthetic ones, as does source:=synthetic (launch argument "
+                         "camera_source)")
+    return "pipelines", {c: f for c, f in playback.items() if c in cameras}
+
+
 def camera_sources(cameras: Iterable[str], serials: dict[str, str],
                    playback: dict[str, str], **stream) -> list[CameraSource]:
     """One source per camera; a playback file wins over a serial."""

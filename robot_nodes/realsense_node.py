@@ -4,7 +4,14 @@ One pyrealsense2 pipeline per contract camera, each in its own thread:
   * a device chosen by serial number (`serials`: "cam_high:SERIAL,cam_left_wrist:SERIAL,..."),
     colour as RGB8 and, with `enable_depth`, depth aligned to the colour image;
   * or a recording (`<camera>.playback_file`, or `playback_dir`/<camera>.db3), played back
-    through the very same pipeline code (`rs.config.enable_device_from_file`).
+    through the very same pipeline code (`rs.config.enable_device_from_file`);
+  * or, without any camera, MuJoCo renders of the workcell at the joint states on
+    `/joint_states` (`robot_nodes.synthetic_cameras`), one thread for all cameras.
+
+`source` picks: `devices`, `playback`, `synthetic`, or `auto` (default): synthetic when
+`use_fake_hardware` is set and neither serials nor recordings are given (logged in one line),
+else the recordings given and devices for the rest. Real hardware without serials or
+recordings fails at start with one error saying how to give them.
 
 Publishes (contract names): `/<camera>/image_raw` (rgb8) and `/<camera>/camera_info` (from the
 colour stream's intrinsics, scaled to the published size `image_width` x `image_height`), plus
@@ -47,9 +54,12 @@ from trajectory_msgs.msg import JointTrajectory
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.robot_nodes import realsense_io as rio
+from vla_bridge.robot_nodes.tracker import TrackerConfig, contract_vector
 
 DEFAULTS = {
     "cameras": ",".join(C.CAMERAS),
+    "source": "auto",  # auto | devices | playback | synthetic (rio.plan_sources)
+    "use_fake_hardware": False,  # auto: synthetic cameras when no serials and no recordings
     "serials": "",  # "cam_high:SERIAL,..."; empty entry: the only connected device
     "playback_dir": "",  # <dir>/<camera>.db3 for every camera without its own playback_file
     "repeat_playback": True,
@@ -75,6 +85,14 @@ DEFAULTS = {
     # an observation's joint state is repeated until the policy's chunk answers it, at most
     # this long
     "observation_resend_s": 10.0,
+    # synthetic cameras: frame sets per second, the render size of full_resolution_cameras
+    # (the others render at image_width x image_height), the scene layout and its markers
+    "synthetic_fps": 10.0,
+    "synthetic_width": 640,
+    "synthetic_height": 480,
+    "synthetic_scene": "scene1",
+    "synthetic_layout": "default",
+    "objects_file": "",  # the tracker's markers (empty: config/real_objects.yaml)
 }
 
 
@@ -101,6 +119,9 @@ class CameraWorker:
     def start(self) -> CameraWorker:
         self._thread.start()
         return self
+
+    def describe(self) -> str:
+        return self.source.describe()
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
@@ -219,7 +240,8 @@ class RealsenseNode(Node):
         self.out_size = (int(p["image_width"]), int(p["image_height"]))
         files = {cam: self.declare_parameter(f"{cam}.playback_file", "").value
                  for cam in C.CAMERAS}
-        self.sources = self._sources(p, files)
+        self.source_kind, playback = self._plan(p, files)
+        self.sources = [] if self.source_kind == "synthetic" else self._sources(p, playback)
         self._lock = threading.Lock()
         self._closing = False
         self.latest: dict[str, tuple] = {}  # camera -> (image, info, depth, depth_info, t_mono)
@@ -230,32 +252,58 @@ class RealsenseNode(Node):
         self.pending: tuple[str, float] | None = None  # (why, give-up time) of an observation
         self.unanswered: tuple[JointState, int, float] | None = None  # (state, stamp ns, until)
         self._make_io()
-        self.workers = [
-            CameraWorker(src, self.on_frame, self.get_logger(),
-                         wait_timeout_s=float(p["wait_timeout_s"]),
-                         backoff=rio.Backoff(p["retry_first_s"], p["retry_max_s"])).start()
-            for src in self.sources]
+        self.workers = self._workers(p)
         self.get_logger().info("realsense node ready: " +
-                               "; ".join(s.describe() for s in self.sources) +
+                               "; ".join(w.describe() for w in self.workers) +
                                f" (stream={p['stream']}, observe_on_episode="
                                f"{p['observe_on_episode']}, depth={p['enable_depth']})")
 
-    def _sources(self, p: dict, files: dict[str, str]) -> list[rio.CameraSource]:
-        serials = rio.parse_camera_map(p["serials"], "serials")
+    def _plan(self, p: dict, files: dict[str, str]) -> tuple[str, dict[str, str]]:
+        """(source kind, recordings to play): see rio.plan_sources."""
+        self.serials = rio.parse_camera_map(p["serials"], "serials")
         playback = {cam: f for cam, f in files.items() if f}
         if p["playback_dir"]:
             for cam in self.cameras:
                 playback.setdefault(cam, os.path.join(p["playback_dir"], f"{cam}.db3"))
+        kind, playback = rio.plan_sources(str(p["source"]), self.cameras, self.serials,
+                                          playback, bool(p["use_fake_hardware"]))
+        if kind == "synthetic" and p["source"] == "auto":
+            self.get_logger().info("fake hardware without camera serials or recordings: "
+                                   "synthetic cameras (MuJoCo renders of the workcell at the "
+                                   "fake arms' joint states); give serials or playback_dir "
+                                   "for real images")
+        return kind, playback
+
+    def _workers(self, p: dict) -> list:
+        if self.source_kind == "synthetic":
+            return [self._synthetic(p).start()]
+        return [CameraWorker(src, self.on_frame, self.get_logger(),
+                             wait_timeout_s=float(p["wait_timeout_s"]),
+                             backoff=rio.Backoff(p["retry_first_s"], p["retry_max_s"])).start()
+                for src in self.sources]
+
+    def _synthetic(self, p: dict):
+        from vla_bridge.robot_nodes.synthetic_cameras import SyntheticCameras  # loads MuJoCo
+
+        full = (int(p["synthetic_width"]), int(p["synthetic_height"]))
+        sizes = {cam: full if cam in self.full_resolution else self.out_size
+                 for cam in self.cameras}
+        markers = TrackerConfig.load(p["objects_file"] or None)
+        return SyntheticCameras(self.cameras, sizes, self.latest_joints, self.on_frame,
+                                self.get_logger(), fps=float(p["synthetic_fps"]),
+                                scene=str(p["synthetic_scene"]),
+                                layout=str(p["synthetic_layout"]), markers=markers)
+
+    def latest_joints(self) -> np.ndarray | None:
+        """The newest joint state as a contract vector (a missing arm at home), or None."""
+        msg = self.joint_state
+        return None if msg is None else contract_vector(msg.name, msg.position)
+
+    def _sources(self, p: dict, playback: dict[str, str]) -> list[rio.CameraSource]:
         for cam in self.cameras:
             if cam in playback and not os.path.isfile(playback[cam]):
                 raise FileNotFoundError(f"{cam}: playback file {playback[cam]} not found")
-        live = [c for c in self.cameras if c not in playback]
-        unnamed = [c for c in live if c not in serials]
-        if len(live) > 1 and unnamed:
-            raise ValueError(f"cameras {unnamed} have no serial number; with {len(live)} "
-                             "devices every camera needs one: serials:='cam_high:SERIAL,...' "
-                             "(rs-enumerate-devices -s lists them)")
-        return rio.camera_sources(self.cameras, serials, playback, width=int(p["width"]),
+        return rio.camera_sources(self.cameras, self.serials, playback, width=int(p["width"]),
                                   height=int(p["height"]), fps=int(p["fps"]),
                                   depth=bool(p["enable_depth"]),
                                   repeat_playback=bool(p["repeat_playback"]),
@@ -279,11 +327,13 @@ class RealsenseNode(Node):
                                                        q(C.QOS_IMAGES)) for c in self.cameras}
             self.pub_depth_info = {c: self.create_publisher(
                 CameraInfo, C.depth_camera_info_topic(c), q(C.QOS_IMAGES)) for c in self.cameras}
+        if self.p["observe_on_episode"] or self.source_kind == "synthetic":
+            # observations are stamped with it; synthetic cameras pose the arms at it
+            self.create_subscription(JointState, C.TOPIC_JOINT_STATES, self.on_joints,
+                                     q(C.QOS_LATEST))
         if self.p["observe_on_episode"]:
             self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES,
                                                     q(C.QOS_STATE))
-            self.create_subscription(JointState, C.TOPIC_JOINT_STATES, self.on_joints,
-                                     q(C.QOS_LATEST))
             self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control,
                                      q(C.QOS_EVENTS))
             self.create_subscription(String, C.TOPIC_EPISODE_STATUS, self.on_status,
@@ -300,6 +350,15 @@ class RealsenseNode(Node):
                  intr: rio.Intrinsics) -> None:
         if self._closing or not self.context.ok():
             return  # shutting down: the workers are being stopped
+        try:
+            self._handle_frame(camera, rgb, depth, intr)
+        except Exception:
+            if self._closing or not self.context.ok():
+                return  # rclpy shut down while this frame was being published (Ctrl-C)
+            raise
+
+    def _handle_frame(self, camera: str, rgb: np.ndarray, depth: np.ndarray | None,
+                      intr: rio.Intrinsics) -> None:
         t = self.stamp()
         if camera in self.pub_full and self.p["stream"]:
             self.pub_full_info[camera].publish(rio.camera_info_msg(intr, t, camera))

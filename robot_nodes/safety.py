@@ -23,7 +23,15 @@ Rules, in the order they apply (each returns a `SafetyEvent` naming the rule whe
 ``watchdog``
     when no valid target has arrived for longer than watchdog_timeout_s, the arm holds where
     it is measured (joints) with the last gripper command (so a grasp is kept) instead of
-    heading on for the last target.
+    heading on for the last target. ``hold()`` starts the same hold at once: the node calls
+    it when the policy's heartbeat is older than policy_heartbeat_timeout_s, even while a
+    chunk still has actions (a dead policy's chunk is not played to its end).
+``max_speed`` against the sends
+    a node that reports its sends (``sent(command, t_done)``, ``t_done`` read when the send
+    returned) gets its steps measured from the last command sent and sized by the time from
+    that send's return to ``now``; read ``now`` right before ``step`` and send right after,
+    and two sends are at least that far apart on the wire, so no joint there is faster than
+    its cap however late a loaded CPU makes a send after its tick started.
 ``estop`` / ``estop_latched`` / ``resume``
     ``estop()`` latches: every later step returns None (send nothing) until ``resume()``,
     which restarts from the measured position.
@@ -84,13 +92,15 @@ class SafetyParams:
     workspace_min: np.ndarray = field(default_factory=lambda: np.array([-0.70, -0.60, 0.755]))
     workspace_max: np.ndarray = field(default_factory=lambda: np.array([0.70, 0.35, 1.30]))
     watchdog_timeout_s: float = 0.5
+    # hold when the policy's heartbeat is older than this (0: no heartbeat check)
+    policy_heartbeat_timeout_s: float = 0.15
     tcp_depth: float = TCP_DEPTH
 
     @classmethod
     def from_dict(cls, d: dict, kin: PiperKinematics | None = None) -> SafetyParams:
         """From the keys of config/piper_safety.yaml (missing keys take the defaults below)."""
         known = LIMIT_KEYS | {"workspace_check", "workspace_min_m", "workspace_max_m",
-                              "watchdog_timeout_s", "tcp_depth_m"}
+                              "watchdog_timeout_s", "policy_heartbeat_timeout_s", "tcp_depth_m"}
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"unknown safety parameters {unknown}; known: {sorted(known)}")
@@ -103,6 +113,7 @@ class SafetyParams:
                      workspace_check=bool(d.get("workspace_check", True)),
                      workspace_min=wmin, workspace_max=wmax,
                      watchdog_timeout_s=float(d.get("watchdog_timeout_s", 0.5)),
+                     policy_heartbeat_timeout_s=float(d.get("policy_heartbeat_timeout_s", 0.15)),
                      tcp_depth=float(d.get("tcp_depth_m", TCP_DEPTH)))
         params.validate()
         return params
@@ -121,6 +132,8 @@ class SafetyParams:
                              f"{self.workspace_min.tolist()} .. {self.workspace_max.tolist()}")
         if self.watchdog_timeout_s <= 0:
             raise ValueError("watchdog_timeout_s must be positive")
+        if self.policy_heartbeat_timeout_s < 0:
+            raise ValueError("policy_heartbeat_timeout_s must be >= 0 (0: no heartbeat check)")
 
     def replace(self, **changes) -> SafetyParams:
         values = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -133,6 +146,30 @@ class SafetyParams:
 def load_safety_params(path: str | Path | None = None) -> SafetyParams:
     """Safety parameters from `path` (default: the package's config/piper_safety.yaml)."""
     return SafetyParams.from_dict(read_safety_file(path))
+
+
+class EventLogLimiter:
+    """Which safety events become log lines: the first of each (arm, rule), then at most one
+    per `period_s` carrying the count of those not logged since (an arm resting on a limit
+    would otherwise log every command tick)."""
+
+    def __init__(self, period_s: float = 5.0):
+        self.period_s = float(period_s)
+        self._state: dict[tuple[str, str], tuple[float, int]] = {}  # -> (logged at, skipped)
+
+    def lines(self, events: list[SafetyEvent], now: float, force: bool = False) -> list[str]:
+        """The log lines for `events` at time `now`; `force` logs each of them."""
+        out = []
+        for e in events:
+            key = (e.arm, e.rule)
+            last, skipped = self._state.get(key, (None, 0))
+            if force or last is None or now - last >= self.period_s:
+                more = f" (+{skipped} more in the last {now - last:.1f} s)" if skipped else ""
+                out.append(f"safety {e}{more}")
+                self._state[key] = (now, 0)
+            else:
+                self._state[key] = (last, skipped + 1)
+        return out
 
 
 class SafetyFilter:
@@ -154,6 +191,8 @@ class SafetyFilter:
         self.latched = False
         self.latch_reason = ""
         self.rejected_while_latched = 0
+        self.last_sent: np.ndarray | None = None  # the last command sent (sent())
+        self.last_sent_done: float | None = None  # when that send returned
 
     # ------------------------------------------------------------------ e-stop latch
     def estop(self, reason: str = "emergency stop", now: float = 0.0) -> list[SafetyEvent]:
@@ -179,6 +218,24 @@ class SafetyFilter:
         self.last_target = None
         self.holding = False
         self._hold_target = None
+        self.last_sent = None
+        self.last_sent_done = None
+
+    # ------------------------------------------------------------------ holds
+    def hold(self, measured, now: float, reason: str) -> list[SafetyEvent]:
+        """Hold the measured joints (with the last gripper command) until a new target comes,
+        whatever target was still ahead. Nothing happens when the arm was never commanded
+        (nothing to stop), already holds, or is latched."""
+        if self.latched or self.holding or self.last_command is None:
+            return []
+        return [self._start_hold(np.asarray(measured, dtype=float), now,
+                                 f"{reason}; holding the measured position")]
+
+    def _start_hold(self, measured, now: float, detail: str) -> SafetyEvent:
+        self.holding = True
+        gripper = self.last_command[6] if self.last_command is not None else measured[6]
+        self._hold_target = np.concatenate([measured[:6], [gripper]])
+        return self._event(RULE_WATCHDOG, detail, now)
 
     # ------------------------------------------------------------------ the filter
     def step(self, target, measured, now: float) -> SafetyOutput:
@@ -237,13 +294,10 @@ class SafetyFilter:
         valid target (a speed-limited move keeps going), else nothing."""
         if self.last_input_time is not None and not self.holding and \
                 now - self.last_input_time > self.params.watchdog_timeout_s:
-            self.holding = True
-            gripper = self.last_command[6] if self.last_command is not None else measured[6]
-            self._hold_target = np.concatenate([measured[:6], [gripper]])
-            events.append(self._event(
-                RULE_WATCHDOG, f"no target for {now - self.last_input_time:.3f} s "
+            events.append(self._start_hold(
+                measured, now, f"no target for {now - self.last_input_time:.3f} s "
                                f"(> {self.params.watchdog_timeout_s} s); holding the measured "
-                               f"position", now))
+                               f"position"))
         if self.holding:
             return self._hold_target.copy()
         if self.last_target is not None:
@@ -251,6 +305,8 @@ class SafetyFilter:
         return None  # never commanded: nothing to send
 
     def _reference(self, measured) -> np.ndarray:
+        if self.last_sent is not None:  # what is on the wire, when the node reports sends
+            return self.last_sent
         if self.last_command is not None:
             return self.last_command
         if measured.shape != (DIM,):
@@ -263,11 +319,18 @@ class SafetyFilter:
         return clipped
 
     def _limit_speed(self, cand, reference, now, events) -> np.ndarray:
-        dt = None if self.last_command_time is None else now - self.last_command_time
+        since = self.last_sent_done if self.last_sent is not None else self.last_command_time
+        dt = None if since is None else now - since
         out, note = self.params.limits.limit_step(cand, reference, dt)
         if note is not None:
             events.append(self._event(note.rule, note.detail, now))
         return out
+
+    def sent(self, command, t_done: float) -> None:
+        """`command` went to the arm; the send returned at `t_done`. Later steps start from
+        it, their time counted from `t_done` (see the module notes on max_speed)."""
+        self.last_sent = np.asarray(command, dtype=float).copy()
+        self.last_sent_done = float(t_done)
 
     # ------------------------------------------------------------------ workspace
     def workspace_points(self, q) -> np.ndarray:
