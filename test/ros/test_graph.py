@@ -91,10 +91,11 @@ def _children(pid: int) -> dict[int, str]:
 
 
 def test_a_node_dying_mid_run_stops_the_graph_with_a_clear_error(tmp_path):
+    """With restarts off (the policy node is restarted by default, see test_node_death)."""
     out = tmp_path / "run"
     env = dict(os.environ)
     cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim", "--tasks", TASK,
-           "--levels", "", "--rounds", "5", "--output", str(out)]
+           "--levels", "", "--rounds", "5", "--output", str(out), "--max-restarts", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         deadline = time.monotonic() + 180

@@ -4,7 +4,9 @@
   contract's specs, episode-control parsing, node spin helpers;
 * ``launch_args``: the node graphs (robofollow_sim, robofollow_real) and their launch
   arguments, one table read by both launchers;
-* ``launcher``: the package's own launcher (PyPI wheels, no ``ros2 launch``);
+* ``launcher``: the package's own launcher (PyPI wheels, no ``ros2 launch``): node deaths,
+  bounded restarts of the policy node; ``node_events``: its notices to the evaluator (a
+  JSON-lines file named by ``$VLA_BRIDGE_NODE_EVENTS``) and a process-state check;
   ``ros_launch``: the same graphs as ROS 2 launch descriptions (``launch/*.launch.py``);
 * ``dds_shm``: removes Fast DDS shared-memory files left by dead processes.
 

@@ -11,8 +11,12 @@ OVERRIDES.yaml holds the launch-argument values under the node's own key. (A `-p
 rule would be a `/**` rule, and rcl lets a node-specific entry of a params file beat it
 whenever the file also has a `/**` section, so `-p` overrides could silently not apply.)
 
-Lifetime: the graph ends when its end node (the evaluator) exits, with that exit code; if any
-other node dies first the launcher says "node X died with code N", stops the rest and exits 1.
+Lifetime: the graph ends when its end node (the evaluator) exits, with that exit code. When
+another node dies first, the launcher says "node X died with code N": a restartable node (the
+policy, NodeSpec.restartable) is started again, at most --max-restarts times; any other death
+is final: the end node is told (node_events: the launcher's notices, $VLA_BRIDGE_NODE_EVENTS),
+gets `close_grace` seconds to close its run (run.json, summary.json) and exit by itself, then
+the rest is stopped and the launcher exits 1.
 Ctrl-C / SIGTERM are forwarded to every node: SIGINT, then SIGTERM after a grace period, then
 SIGKILL. Nodes run in their own process groups, so signals reach their children too and a
 terminal's Ctrl-C reaches each node once (through the launcher).
@@ -36,11 +40,13 @@ from typing import TextIO
 
 import yaml
 
+from vla_bridge.ros import node_events
 from vla_bridge.ros.launch_args import (FASTDDS_PROFILE, PACKAGE, GraphSpec, LaunchArg, get_graph,
                                         resolve_nodes)
 
 LOG = "[launcher]"
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+MAX_RESTARTS = 2  # restarts of each restartable node per graph run
 
 # --------------------------------------------------------------------- share directory
 
@@ -103,11 +109,15 @@ def arg_parser(graph: GraphSpec, prog: str | None = None) -> argparse.ArgumentPa
     own.add_argument("--timeout", dest="_timeout", type=float, default=None, metavar="SECONDS",
                      help="stop the graph after this long (exit code 124), first printing every "
                           "node's Python stacks (default: no limit)")
+    own.add_argument("--max-restarts", dest="_max_restarts", type=int, default=MAX_RESTARTS,
+                     metavar="N", help="restart a dying policy node at most N times "
+                     f"(default: {MAX_RESTARTS}; 0: its death ends the run)")
     return parser
 
 
 def parse_command_line(graph: GraphSpec, tokens: list[str]) -> tuple[dict[str, str], dict]:
-    """({graph argument: raw value} as given, {"dry_run", "params_file", "timeout"}).
+    """({graph argument: raw value} as given, {"dry_run", "params_file", "timeout",
+    "max_restarts"}).
 
     Graph arguments come as `--name value` or `name:=value`. Raises ValueError listing the
     valid arguments on an unknown one or a bad value.
@@ -134,8 +144,10 @@ def parse_command_line(graph: GraphSpec, tokens: list[str]) -> tuple[dict[str, s
         parse_value(graph.arg(name), value)  # validate early, with the argument's name
     if values["_timeout"] is not None and values["_timeout"] <= 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {values['_timeout']}")
+    if values["_max_restarts"] < 0:
+        raise ValueError(f"--max-restarts must be >= 0, got {values['_max_restarts']}")
     return given, {"dry_run": values["_dry_run"], "params_file": values["_params_file"],
-                   "timeout": values["_timeout"]}
+                   "timeout": values["_timeout"], "max_restarts": values["_max_restarts"]}
 
 
 def parse_launch_args(graph: GraphSpec, tokens: list[str]) -> dict[str, str]:
@@ -160,6 +172,7 @@ class NodeCommand:
     argv: list[str]
     env: dict[str, str]
     overrides: dict  # parameters set by launch arguments (written to the overrides file)
+    restartable: bool = False  # NodeSpec.restartable
 
 
 def parameter_overrides(graph: GraphSpec, given: dict[str, str]) -> dict[str, dict]:
@@ -296,7 +309,8 @@ def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
         for source, target in getattr(node, "remaps", ()):
             argv += ["-r", f"{source}:={target}"]
         commands.append(NodeCommand(node.name, argv, node_env(share_dir, python, graph.env,
-                                                              base_env), node_overrides))
+                                                              base_env), node_overrides,
+                                    node.restartable))
     return commands
 
 # ------------------------------------------------------------------------ the processes
@@ -315,7 +329,8 @@ class GraphRunner:
 
     def __init__(self, commands: list[NodeCommand], end_node: str, out: TextIO | None = None,
                  sigint_grace: float = 5.0, sigterm_grace: float = 3.0, end_grace: float = 2.0,
-                 timeout: float | None = None):
+                 timeout: float | None = None, max_restarts: int = MAX_RESTARTS,
+                 close_grace: float = 10.0):
         names = [c.name for c in commands]
         if end_node not in names:
             raise ValueError(f"end node {end_node!r} is not among the nodes {names}")
@@ -330,6 +345,9 @@ class GraphRunner:
         self._signal: int | None = None
         self._hurry = False
         self.timeout = timeout  # wall-clock limit of the whole graph (None: none)
+        self.max_restarts, self.close_grace = max_restarts, close_grace
+        self.restarts: dict[str, int] = {}
+        self.events: Path | None = None  # the node_events file, made by run()
 
     # -- output
     def _emit(self, line: str) -> None:
@@ -363,15 +381,19 @@ class GraphRunner:
     # -- lifecycle
     def start(self) -> None:
         for cmd in self.commands:
-            proc = subprocess.Popen(cmd.argv, env=cmd.env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True, preexec_fn=_die_with_parent)
-            self.procs[cmd.name] = proc
-            reader = threading.Thread(target=self._relay, args=(cmd.name, proc.stdout),
-                                      daemon=True)
-            reader.start()
-            self._readers.append(reader)
-            self.say(f"started {cmd.name} (pid {proc.pid}): {shlex.join(cmd.argv)}")
+            self._spawn(cmd)
+
+    def _spawn(self, cmd: NodeCommand) -> None:
+        env = {**cmd.env, node_events.ENV: str(self.events)}  # where it hears of the others
+        proc = subprocess.Popen(cmd.argv, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+        self.procs[cmd.name] = proc
+        reader = threading.Thread(target=self._relay, args=(cmd.name, proc.stdout), daemon=True)
+        reader.start()
+        self._readers.append(reader)
+        self.say(f"started {cmd.name} (pid {proc.pid}): {shlex.join(cmd.argv)}")
+        node_events.write_event(self.events, node_events.STARTED, cmd.name, pid=proc.pid)
 
     def _clean_stale_shm(self) -> None:
         """Killed nodes leave their Fast DDS shared memory behind (64 MiB each with our
@@ -385,6 +407,8 @@ class GraphRunner:
         """Run the graph to its end; returns the launcher's exit code."""
         previous = self._install_signal_handlers()
         self._clean_stale_shm()
+        events_dir = tempfile.mkdtemp(prefix=f"{PACKAGE}_events_")
+        self.events = Path(events_dir) / "node_events.jsonl"
         try:
             try:
                 self.start()
@@ -394,6 +418,7 @@ class GraphRunner:
             return self._supervise()
         finally:
             self.stop_all()
+            shutil.rmtree(events_dir, ignore_errors=True)
             for signum, handler in previous:
                 signal.signal(signum, handler)
 
@@ -410,9 +435,11 @@ class GraphRunner:
             if end_code is not None:
                 self.say(f"{self.end_node} exited with {_describe(end_code)}: stopping the graph")
                 return _exit_status(end_code)
-            for name, proc in self.procs.items():
+            for name, proc in list(self.procs.items()):
                 if name != self.end_node and proc.poll() is not None:
-                    return self._node_died(name, proc.returncode)
+                    code = self._node_exited(name, proc.returncode)
+                    if code is not None:
+                        return code
             time.sleep(0.05)
 
     def _timed_out(self) -> int:
@@ -428,14 +455,41 @@ class GraphRunner:
         time.sleep(1.0)  # let the dumps reach the relay threads
         return 124
 
-    def _node_died(self, name: str, code: int) -> int:
+    def _node_exited(self, name: str, code: int) -> int | None:
+        """The launcher's exit code, or None when the node was restarted."""
         # A node may quit together with the end node (e.g. on the evaluator's last
         # message); that is a normal end if the end node follows promptly.
         end = self.procs[self.end_node]
         if code == 0 and self._wait([end], self.end_grace):
             self.say(f"{self.end_node} exited with {_describe(end.returncode)}")
             return _exit_status(end.returncode)
-        self.say(f"node {name} died with {_describe(code)}; stopping the graph")
+        cmd = next(c for c in self.commands if c.name == name)
+        if cmd.restartable and self.restarts.get(name, 0) < self.max_restarts:
+            self._restart(cmd, code)
+            return None
+        return self._node_died(name, code)
+
+    def _restart(self, cmd: NodeCommand, code: int) -> None:
+        n = self.restarts[cmd.name] = self.restarts.get(cmd.name, 0) + 1
+        self.say(f"node {cmd.name} died with {_describe(code)}; restarting it "
+                 f"(restart {n} of {self.max_restarts})")
+        _signal_group(self.procs[cmd.name].pid, signal.SIGKILL)  # what it left running
+        # before the new process starts: the end node learns of the restart first
+        node_events.write_event(self.events, node_events.RESTARTED, cmd.name,
+                                how=_describe(code), restart=n, of=self.max_restarts)
+        self._spawn(cmd)
+
+    def _node_died(self, name: str, code: int) -> int:
+        """A final death: tell the end node why, so it closes its run (run.json, summary.json)
+        and exits by itself, instead of being interrupted mid-run; then stop the graph."""
+        restarts = self.restarts.get(name, 0)
+        how = _describe(code) + (f" after {restarts} restarts" if restarts else "")
+        self.say(f"node {name} died with {how}; {self.end_node} closes the run "
+                 f"(up to {self.close_grace:g} s), then the graph stops")
+        node_events.write_event(self.events, node_events.DIED, name, how=how)
+        end = self.procs[self.end_node]
+        if self._wait([end], self.close_grace):
+            self.say(f"{self.end_node} exited with {_describe(end.returncode)}")
         return 1
 
     def _alive(self) -> list[str]:
@@ -461,6 +515,7 @@ class GraphRunner:
                 self.say(f"sending {signum.name} to {', '.join(self._alive())}")
             for proc in alive:
                 _signal_group(proc.pid, signum)
+                _signal_group(proc.pid, signal.SIGCONT)  # a stopped (frozen) node acts on it
             self._wait(alive, grace)  # returns at once after a second Ctrl-C
         for proc in self.procs.values():
             _signal_group(proc.pid, signal.SIGKILL)  # leftovers a node spawned
@@ -525,7 +580,8 @@ def launch(graph_name: str, tokens: list[str], *, params_file: str | None = None
         return 2
     params_file = options["params_file"] or params_file
     return run_graph(graph, given, params_file=Path(params_file) if params_file else None,
-                     dry_run=dry_run or options["dry_run"], out=out, timeout=options["timeout"])
+                     dry_run=dry_run or options["dry_run"], out=out, timeout=options["timeout"],
+                     max_restarts=options["max_restarts"])
 
 
 def main(argv: list[str] | None = None) -> int:
