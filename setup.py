@@ -72,6 +72,7 @@ setup(
             "sim_node = vla_bridge.sim_nodes.sim_node:main",
             "policy_node = vla_bridge.policy_nodes.policy_node:main",
             "evaluator_node = vla_bridge.evaluation.evaluator_node:main",
+            "recorder_node = vla_bridge.evaluation.recorder_node:main",
             "piper_node = vla_bridge.robot_nodes.piper_node:main",
             "realsense_node = vla_bridge.robot_nodes.realsense_node:main",
             "tracker_node = vla_bridge.robot_nodes.tracker_node:main",

@@ -31,6 +31,15 @@ class SimBackend(ABC):
     def step(self) -> None:
         """Advance one control period."""
 
+    #: seconds per physics step, the grid recorded frames fall on (None: the backend cannot
+    #: split a control period, so it records no frames between ticks)
+    physics_dt: float | None = None
+
+    def step_physics(self, steps: int) -> None:
+        """Advance `steps` physics steps; `step()` is control_period / physics_dt of them, and
+        any split of a period into parts gives exactly the same state."""
+        raise NotImplementedError(f"{type(self).__name__} cannot split a control period")
+
     @abstractmethod
     def joint_positions(self) -> np.ndarray:
         """Measured joint vector (contract order, gripper normalised opening)."""

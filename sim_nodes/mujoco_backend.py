@@ -149,6 +149,13 @@ class MujocoBackend(SimBackend):
     def step(self) -> None:
         mujoco.mj_step(self.model, self.data, nstep=self.substeps)
 
+    @property
+    def physics_dt(self) -> float:
+        return self.timestep
+
+    def step_physics(self, steps: int) -> None:
+        mujoco.mj_step(self.model, self.data, nstep=steps)
+
     def joint_positions(self) -> np.ndarray:
         out = np.empty(contract.ACTION_DIM)
         for i, arm in enumerate(contract.ARMS):

@@ -44,6 +44,36 @@ class LimitEvent:
         return f"tick {self.tick} [{self.arm}] {self.rule}: {self.detail}"
 
 
+class FrameSampler:
+    """Recorded frames at a fixed rate on the physics clock (`record_fps`), between control
+    ticks: LeRobot datasets need an integer fps with timestamp = index / fps, which the
+    0.06 s tick (16.7 Hz) cannot give. A frame falls every `period_steps` physics steps (10 fps:
+    every 25th 4 ms step); the session splits a tick's physics at those steps and calls
+    `on_frame()`, which may read and render the state but never changes it."""
+
+    def __init__(self, fps: int, physics_dt: float | None, on_frame):
+        if physics_dt is None:
+            raise ValueError("this sim backend cannot record frames between control ticks")
+        steps = round(1.0 / (fps * physics_dt)) if fps > 0 else 0
+        if fps <= 0 or abs(steps * physics_dt * fps - 1.0) > 1e-9:
+            rate = round(1.0 / physics_dt)
+            valid = [f for f in range(1, rate + 1) if rate % f == 0]
+            raise ValueError(f"record_fps must divide the {rate} Hz physics rate, got {fps}; "
+                             f"valid: {valid}")
+        self.fps, self.period_steps, self.on_frame = fps, steps, on_frame
+        self.steps = 0  # physics steps since the episode started
+
+    def advance(self, backend, steps: int) -> None:
+        """Step the physics `steps` steps, stopping at each frame to record it."""
+        while steps > 0:
+            n = min(steps, self.period_steps - self.steps % self.period_steps)
+            backend.step_physics(n)
+            self.steps += n
+            steps -= n
+            if self.steps % self.period_steps == 0:
+                self.on_frame()
+
+
 def summarize_events(events: list[LimitEvent], show: int = 3) -> str:
     """One log line for a batch of limit events: counts per rule, then the first few."""
     counts = Counter(e.rule for e in events)
@@ -65,6 +95,12 @@ class SimSession:
         self.command = home_command()
         self.events: list[LimitEvent] = []
         self._awaiting = None  # stamp of the observation whose answer is not counted yet
+        self.sampler: FrameSampler | None = None  # record_fps frames between ticks
+
+    def record_frames(self, fps: int, on_frame) -> None:
+        """Call `on_frame()` every 1/fps s of sim time, on the physics clock (FrameSampler);
+        fps 0: no frames."""
+        self.sampler = (FrameSampler(fps, self.backend.physics_dt, on_frame) if fps else None)
 
     def begin(self, scene: str, layout: str, seed: int, budget: Budget | None = None,
               cue_objects=()) -> None:
@@ -75,6 +111,8 @@ class SimSession:
         self.command = home_command()
         self.events = []
         self._awaiting = None
+        if self.sampler is not None:
+            self.sampler.steps = 0
 
     @property
     def done(self) -> bool:
@@ -125,7 +163,11 @@ class SimSession:
         command = self.enforce_limits(target)
         self.backend.apply(command)
         self.command = command
-        self.backend.step()
+        if self.sampler is None:
+            self.backend.step()
+        else:
+            backend = self.backend
+            self.sampler.advance(backend, round(backend.control_period / backend.physics_dt))
         self.ticks += 1
 
     def enforce_limits(self, target) -> np.ndarray:

@@ -12,6 +12,10 @@ holds the last target when its queue runs dry, and a chunk that arrives late has
 actions whose time has already passed dropped (action k of a chunk is due at the
 observation's stamp + (k + 1) * control_period). Use it to study latency; it is not
 deterministic.
+
+Dense frames (`record_fps` > 0, for datasets): every 1/record_fps s of sim time, on the
+physics clock between control ticks (`session.FrameSampler`), the node publishes every camera,
+the measured joints and the executed target on the contract's /vla_bridge/record/* topics.
 """
 from __future__ import annotations
 
@@ -49,13 +53,16 @@ class SimNode(Node):
         p = self._declare({"backend": "mujoco", "lock_step": True, "control_period": 0.06,
                            "image_width": C.IMAGE_WIDTH, "image_height": C.IMAGE_HEIGHT,
                            "image_every_tick": False, "scene": "scene1",
-                           "observation_period": 10})
+                           "observation_period": 10, "record_fps": 0})
         self.lock_step = bool(p["lock_step"])
         self.observation_period = max(1, int(p["observation_period"]))
         self.dt = float(p["control_period"])
         backend = make_backend(p["backend"], control_period=p["control_period"],
                                width=p["image_width"], height=p["image_height"])
         self.session = SimSession(backend)
+        self.record_fps = int(p["record_fps"])
+        if self.record_fps:
+            self.session.record_frames(self.record_fps, self.publish_record_frame)
         self.image_every_tick = p["image_every_tick"]
         self.episode: str | None = None
         self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
@@ -88,6 +95,12 @@ class SimNode(Node):
                            for c in C.CAMERAS}
         self.pub_info = {c: self.create_publisher(CameraInfo, C.camera_info_topic(c), q(C.QOS_IMAGES))
                          for c in C.CAMERAS}
+        self.pub_record = {c: self.create_publisher(Image, C.record_image_topic(c), q(C.QOS_IMAGES))
+                           for c in C.CAMERAS}
+        self.pub_record_joints = self.create_publisher(JointState, C.TOPIC_RECORD_JOINT_STATES,
+                                                       q(C.QOS_STATE))
+        self.pub_record_cmd = self.create_publisher(JointState, C.TOPIC_RECORD_JOINT_COMMANDS,
+                                                    q(C.QOS_STATE))
         self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
         self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK,
                                  messages.guarded(self, self.on_chunk, "action chunk"),
@@ -111,6 +124,8 @@ class SimNode(Node):
                 self.begin(ctl)
             elif kind == C.CONTROL_START and episode == self.episode:
                 self.running = True
+                if self.record_fps:
+                    self.publish_record_frame()  # frame 0: the reset state
                 self.publish_observation()
             elif kind == C.CONTROL_END and episode == self.episode:
                 self.episode, self.pending_stamp_ns, self.running = None, None, False
@@ -198,6 +213,15 @@ class SimNode(Node):
             model = backend.camera_model(cam)
             self.pub_info[cam].publish(messages.camera_info_msg(model.width, model.height,
                                                               model.focal_px, t, cam))
+
+    def publish_record_frame(self) -> None:
+        """One dense frame (record_fps): every camera, the measured joints and the executed
+        target, with one stamp. Rendering reads the state only, so it changes no result."""
+        t, backend = self.now(), self.session.backend
+        for cam in C.CAMERAS:
+            self.pub_record[cam].publish(messages.image_to_msg(backend.render(cam), t, cam))
+        self.pub_record_joints.publish(messages.joint_state_msg(C.JOINT_NAMES, backend.joint_positions(), t))
+        self.pub_record_cmd.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
 
     def publish_observation(self) -> None:
         """Joint state, world state and images of the current tick, all with its stamp; the

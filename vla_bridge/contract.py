@@ -106,6 +106,9 @@ TOPIC_FRAMES = f"{NS}/frames"  # std_msgs/Float64MultiArray, batches of per-tick
 TOPIC_EPISODE_CONTROL = f"{NS}/episode/control"  # std_msgs/String JSON, evaluator -> all
 TOPIC_EPISODE_STATUS = f"{NS}/episode/status"  # std_msgs/String JSON, sim/robot -> evaluator
 TOPIC_POLICY_STATUS = f"{NS}/policy/status"  # std_msgs/String JSON, policy -> evaluator
+#: std_msgs/Header (stamp: the policy node's clock), 50 Hz from the policy node's own thread:
+#: the robot node holds the arms when it goes silent (robot_nodes/piper_node.py)
+TOPIC_POLICY_HEARTBEAT = f"{NS}/policy/heartbeat"
 #: Real graph: the PiPER node's own episode status (wall-clock ready / chunk_done / done) is
 #: remapped here; the tracker node relays the full protocol on TOPIC_EPISODE_STATUS with a
 #: tick count that matches the frames it published (robot_nodes/tracker_node.py).
@@ -273,3 +276,59 @@ def _check_fields(payload: dict, types: dict, require=(), prefix: str = "") -> N
                                or (isinstance(value, bool) and bool not in allowed)):
             names = " or ".join(t.__name__ for t in allowed)
             raise ValueError(f"field {prefix}{key!r} must be {names}, got {value!r:.80}")
+
+
+# ------------------------------------------------------------------------- recording
+# What `record:=true` writes into each episode's rosbag2 bag (evaluation/recorder_node.py):
+# every topic an episode uses, with its ROS 2 message type. Status of the recorder itself:
+#   {"kind": "recording", "episode": str}   (the episode's bag is open)
+#   {"kind": "recorded", "episode": str, "bag": str, "messages": int}   (closed and complete)
+TOPIC_RECORDER_STATUS = f"{NS}/recorder/status"  # std_msgs/String JSON, recorder -> evaluator
+RECORDER_RECORDING = "recording"
+RECORDER_RECORDED = "recorded"
+
+
+# Dense frames for datasets (sim `record_fps`): the cameras, the measured joints and the
+# executed target at a fixed rate on the physics clock, all with one stamp per frame. They have
+# topics of their own so that no policy takes them for observations.
+TOPIC_RECORD_JOINT_STATES = f"{NS}/record/joint_states"  # sensor_msgs/JointState
+TOPIC_RECORD_JOINT_COMMANDS = f"{NS}/record/joint_commands"  # sensor_msgs/JointState
+
+
+def record_image_topic(camera: str) -> str:
+    """`/vla_bridge/record/<camera>/image_raw`: the camera at the recording rate."""
+    _check_camera(camera)
+    return f"{NS}/record/{camera}/image_raw"
+
+
+def recorded_topics() -> dict[str, str]:
+    """Topic -> message type ("pkg/msg/Type") of everything an episode's bag holds."""
+    topics = {
+        TOPIC_CLOCK: "rosgraph_msgs/msg/Clock",
+        TOPIC_JOINT_STATES: "sensor_msgs/msg/JointState",
+        TOPIC_JOINT_COMMANDS: "sensor_msgs/msg/JointState",
+        TOPIC_ACTION_CHUNK: "trajectory_msgs/msg/JointTrajectory",
+        TOPIC_INSTRUCTION: "std_msgs/msg/String",
+        TOPIC_WORLD_STATE: "visualization_msgs/msg/MarkerArray",
+        TOPIC_FRAMES: "std_msgs/msg/Float64MultiArray",
+        TOPIC_EPISODE_CONTROL: "std_msgs/msg/String",
+        TOPIC_EPISODE_STATUS: "std_msgs/msg/String",
+        TOPIC_ROBOT_EPISODE_STATUS: "std_msgs/msg/String",
+        TOPIC_POLICY_STATUS: "std_msgs/msg/String",
+        TOPIC_POLICY_HEARTBEAT: "std_msgs/msg/Header",
+        TOPIC_RECORD_JOINT_STATES: "sensor_msgs/msg/JointState",
+        TOPIC_RECORD_JOINT_COMMANDS: "sensor_msgs/msg/JointState",
+    }
+    for camera in CAMERAS:
+        topics[image_topic(camera)] = "sensor_msgs/msg/Image"
+        topics[camera_info_topic(camera)] = "sensor_msgs/msg/CameraInfo"
+        topics[cued_image_topic(camera)] = "sensor_msgs/msg/Image"
+        topics[record_image_topic(camera)] = "sensor_msgs/msg/Image"
+    return topics
+
+
+#: Recorded topics whose publisher is latched (transient local): the recorder subscribes
+#: the same way, so a message sent just before the bag opened still reaches it.
+LATCHED_TOPICS = frozenset({TOPIC_INSTRUCTION})
+STATUS_KINDS["recorder"] = {RECORDER_RECORDING: {},
+                            RECORDER_RECORDED: {"bag": (str,), "messages": (int,)}}

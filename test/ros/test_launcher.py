@@ -58,7 +58,8 @@ def test_cli_flags_map_one_to_one_onto_node_parameters():
     tokens = ["--scene", "scene1", "--levels", "L0,L1", "--rounds", "2", "--seed", "42",
               "--output", "runs/x", "--policy", "oracle", "tasks:=12", "lock_step:=false"]
     given, options = launcher.parse_command_line(ROBOFOLLOW_SIM, tokens)
-    assert options == {"dry_run": False, "params_file": None, "timeout": None}
+    assert options == {"dry_run": False, "params_file": None, "timeout": None,
+                       "max_restarts": launcher.MAX_RESTARTS}
     overrides = launcher.parameter_overrides(ROBOFOLLOW_SIM, given)
     assert overrides["evaluator_node"] == {"scene": "scene1", "levels": "L0,L1", "tasks": "12",
                                            "rounds": 2, "base_seed": 42, "output": "runs/x",
@@ -97,9 +98,12 @@ def test_dry_run_prints_commands(capsys, tmp_path):
     assert cli.main(["launch", "robofollow_sim", "--dry-run", "--levels", "L1"]) == 0
     out = capsys.readouterr().out
     for node in ROBOFOLLOW_SIM.nodes:
-        assert f"-m {node.module} --ros-args --params-file" in out
-        assert f"-r __node:={node.name}" in out
+        runs = node.enabled_by is None  # the recorder runs only with record:=true
+        assert (f"-m {node.module} --ros-args --params-file" in out) == runs
+        assert (f"-r __node:={node.name}" in out) == runs
     assert "'levels': 'L1'" in out
+    assert cli.main(["launch", "robofollow_sim", "--dry-run", "--record", "true"]) == 0
+    assert "-m vla_bridge.evaluation.recorder_node --ros-args" in capsys.readouterr().out
 
 
 def test_node_commands_and_overrides_files(tmp_path):

@@ -95,10 +95,15 @@ def test_only_launch_arguments_differ_between_sim_and_fake_piper(tmp_path):
         assert argv[argv.index("--params-file") + 1] == real_params
     assert fake["piper_node"].overrides == {"use_fake_hardware": True}
     assert f"/vla_bridge/episode/status:={ROBOT_STATUS_TOPIC}" in fake["piper_node"].argv
-    assert fake["realsense_node"].overrides == {"playback_dir": "/data/rec"}
+    # the camera node knows fake hardware: without serials or recordings it renders cameras
+    assert fake["realsense_node"].overrides == {"playback_dir": "/data/rec",
+                                                "use_fake_hardware": True}
     real = {c.name: c for c in launcher.node_commands(
-        ROBOFOLLOW_SIM, {**COMMON, "hardware": "piper"}, REPO, tmp_path)}
+        ROBOFOLLOW_SIM, {**COMMON, "hardware": "piper", "camera_source": "synthetic"}, REPO,
+        tmp_path)}
     assert real["piper_node"].overrides == {"use_fake_hardware": False}
+    assert real["realsense_node"].overrides == {"use_fake_hardware": False,
+                                                "source": "synthetic"}
 
 
 def test_role_arguments_are_checked_and_default_to_the_real_params_file():
@@ -114,7 +119,8 @@ def test_role_arguments_are_checked_and_default_to_the_real_params_file():
             assert params[node]["ros__parameters"][param] == default
     assert "robofollow_real" in GRAPHS and ROBOFOLLOW_REAL.end_node == "evaluator_node"
     assert [n.name for n in ROBOFOLLOW_REAL.nodes] == [
-        "piper_node", "realsense_node", "tracker_node", "policy_node", "evaluator_node"]
+        "piper_node", "realsense_node", "tracker_node", "policy_node", "evaluator_node",
+        "recorder_node"]
 
 
 class _Recorder:
@@ -172,13 +178,20 @@ def test_launch_files_choose_the_robot_role_by_argument(monkeypatch, tmp_path):
     assert params_file == str(tmp_path / "config" / "robofollow_real.yaml")
     assert overrides == {"use_fake_hardware": True}
     assert piper.kwargs["remappings"] == [("/vla_bridge/episode/status", ROBOT_STATUS_TOPIC)]
-    playback = fake_nodes["realsense_node"].kwargs["parameters"][1]["playback_dir"]
-    assert playback.args[0].args[0] == "camera_playback_dir"
+    camera_params = fake_nodes["realsense_node"].kwargs["parameters"][1]
+    assert camera_params["playback_dir"].args[0].args[0] == "camera_playback_dir"
+    assert camera_params["source"].args[0].args[0] == "camera_source"
+    assert camera_params["use_fake_hardware"] is True
 
     real = _load_launch_file(REPO / "launch" / "robofollow_real.launch.py", tmp_path, monkeypatch)
     nodes = [a for a in real if type(a).__name__ == "Node"]
     assert [n.kwargs["name"] for n in nodes] == [n.name for n in ROBOFOLLOW_REAL.nodes]
-    assert all("condition" not in n.kwargs for n in nodes)
+    # every node runs unconditionally, except the recorder: only with record:=true
+    conditions = {n.kwargs["name"]: n.kwargs.get("condition") for n in nodes}
+    assert [name for name, c in conditions.items() if c is not None] == ["recorder_node"]
+    for value, runs in (("true", True), ("false", False)):
+        context = type("Context", (), {"launch_configurations": {"record": value}})()
+        assert conditions["recorder_node"].evaluate(context) is runs
     assert nodes[0].kwargs["parameters"][0] == str(tmp_path / "config" / "robofollow_real.yaml")
     handler = next(a for a in real if type(a).__name__ == "RegisterEventHandler").args[0]
     assert handler.kwargs["target_action"].kwargs["name"] == "evaluator_node"
@@ -213,7 +226,8 @@ def test_fake_piper_pair_runs_and_scores_episodes_through_the_sim_graph(recordin
     assert ok["status"] == "ok" and ok["policy_calls"] == 2, ok
     assert ok["frames"] >= 30  # 2 chunks of 10 x 0.06 s at the robot's 50 Hz, plus the first
     assert ok["intent_score"] == 0.0 and not ok["complete"]
-    assert ok["flags"]["closest_at_grasp"] == "yellow_block_3"
+    # the fake arms start at home with open grippers, and hold keeps them open: no grasp
+    assert ok["flags"]["closest_at_grasp"] is None
     assert hidden["status"] == "failed"
     assert "task objects ['yellow_block_2'] are not tracked" in hidden["error"]
     episode = np.load(out / ok["episode_file"])
@@ -223,3 +237,25 @@ def test_fake_piper_pair_runs_and_scores_episodes_through_the_sim_graph(recordin
     assert "pos/yellow_block_2" not in episode.files
     # TCPs from forward kinematics of the fake arms' measured joints
     assert np.all(np.isfinite(episode["tcp_pos/left"])) and episode["tcp_pos/left"][0][0] < 0
+
+
+@pytest.mark.slow
+def test_runbook_fake_hardware_check_runs_without_cameras(tmp_path):
+    """docs/real_hardware.md section 4 as written, on a machine without cameras: no serials and
+    no recordings, so the camera node renders synthetic cameras; the tracker calibrates from
+    them and the trial is scored; the fake arms' start pose logs no safety flood."""
+    out = tmp_path / "fake_check"
+    cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_real",
+           "--use_fake_hardware", "true", "--policy", "hold", "--tasks", TASK_OK,
+           "--rounds", "1", "--output", str(out), "--timeout", "150"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=dict(os.environ), timeout=200)
+    text = proc.stdout
+    log = "\n".join(line for line in text.splitlines() if "[launcher] started" not in line)
+    assert proc.returncode == 0, log[-5000:]
+    assert "fake hardware without camera serials or recordings: synthetic cameras" in text
+    assert "table calibrated from board markers" in text, log[-5000:]
+    row = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert row["status"] == "ok" and row["policy_calls"] == 10, (row, log[-5000:])
+    safety_lines = [line for line in text.splitlines() if "safety [" in line]
+    assert len(safety_lines) < 10, safety_lines

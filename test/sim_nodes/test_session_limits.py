@@ -109,3 +109,39 @@ def test_lock_step_chunk_answers_its_observation(session):
     obs = session.observation()
     list(session.execute(np.tile(home_command(), (2, 1))))
     assert session.calls == 1 and not session.count_call(obs.stamp)
+
+
+# ------------------------------------------------------------------ frames between ticks
+def test_record_fps_must_divide_the_physics_rate():
+    from vla_bridge.sim_nodes.session import FrameSampler
+    with pytest.raises(ValueError, match=r"divide the 250 Hz physics rate, got 16.*valid: \[1, 2, 5, 10, 25, 50, 125, 250\]"):
+        FrameSampler(16, 0.004, lambda: None)
+    with pytest.raises(ValueError, match="cannot record frames between control ticks"):
+        FrameSampler(10, None, lambda: None)
+    assert FrameSampler(10, 0.004, lambda: None).period_steps == 25
+
+
+def test_frames_between_ticks_fall_on_the_fps_grid_and_change_no_state():
+    """A 10 fps sampler stops the physics every 25th 4 ms step (0.1 s) inside the 0.06 s
+    ticks; the state after the split ticks equals the state without frames, bit for bit."""
+    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.session import SimSession
+    from vla_bridge.embodiment.workcell import home_command
+
+    target = home_command()
+    target[0] += 0.3
+    states = []
+    for fps in (0, 10):
+        session = SimSession(MujocoBackend())
+        times = []
+        session.record_frames(fps, lambda: times.append(session.backend.time))
+        session.begin("scene1", "default", seed=5)
+        for _ in range(20):  # 1.2 s of sim time
+            session.step_action(target)
+            session.backend.render("cam_high")  # rendering reads the state only
+        states.append((session.backend.joint_positions(), session.backend.world_state()))
+        session.backend.close()
+    assert np.array_equal(states[0][0], states[1][0])
+    for name, obj in states[0][1].objects.items():
+        assert np.array_equal(obj.pos, states[1][1].objects[name].pos)
+    assert np.allclose(times, [0.1 * k for k in range(1, 13)], atol=1e-9)

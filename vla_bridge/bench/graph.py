@@ -5,6 +5,9 @@
 oracle, same scorer, images rendered at every policy call in both). The ratio is what the
 bridge costs.
 
+`recording()` (`vla-bridge bench recording`): the same episodes with and without record:=true
+(the recorder node writing one MCAP bag per episode): wall-time overhead, bag size, scores.
+
 `throughput()` (`vla-bridge bench throughput`): oracle trials per minute through the node graph on a sample
 of every scene and level the oracle can plan, and the projected wall time of the full
 5,540-trial RoboFollow protocol.
@@ -39,16 +42,21 @@ def run_direct(task_id: str, episodes: int) -> list[dict]:
     return rows
 
 
-def run_graph(task_id: str, episodes: int) -> list[dict]:
+def run_graph(task_id: str, episodes: int, *extra: str, bag_sizes: list | None = None) -> list[dict]:
+    """The rows of one graph run; `extra` launch arguments; `bag_sizes` collects the bytes of
+    each recorded bag (record:=true)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         cmd = [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_sim",
                "--tasks", task_id, "--rounds", str(episodes),
-               "--output", str(out), "--resume", "false"]
+               "--output", str(out), "--resume", "false", *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"graph run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
                                f"{proc.stderr[-3000:]}")
+        if bag_sizes is not None:
+            bag_sizes += [sum(f.stat().st_size for f in bag.iterdir())
+                          for bag in sorted((out / "bags").glob("[!.]*"))]
         return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
@@ -76,6 +84,27 @@ def overhead(task_id: str, episodes: int) -> int:
         parts = {k: statistics.mean(t[k] for t in timing) for k in timing[0]}
         print("graph episode, sim node's view: " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
               + "  (wait = observation published -> chunk received)")
+    return 0
+
+
+def recording(task_id: str, episodes: int) -> int:
+    """What record:=true costs: episode wall time with and without the recorder node."""
+    if episodes < 2:
+        raise SystemExit("--episodes must be >= 2 (the first episode of each side is a warm-up)")
+    print(f"recording overhead: task {task_id}, {episodes} episodes per side (first = warm-up)")
+    sizes: list[int] = []
+    plain = run_graph(task_id, episodes)
+    recorded = run_graph(task_id, episodes, "--record", "true", bag_sizes=sizes)
+    p = statistics.mean(r["wall_s"] for r in plain[1:])
+    r = statistics.mean(r["wall_s"] for r in recorded[1:])
+    keys = ("intent_score", "exec_score", "complete", "frames", "policy_calls")
+    same = [{k: a[k] for k in keys} for a in plain] == [{k: b[k] for k in keys} for b in recorded]
+    print(f"without recording   : {p:.3f} s/episode  ({_times(plain)})")
+    print(f"record:=true        : {r:.3f} s/episode  ({_times(recorded)})")
+    print(f"overhead            : {100 * (r / p - 1):+.1f} %   (target < 15 %)")
+    print(f"bag size            : {statistics.mean(sizes) / 1e6:.2f} MB/episode (MCAP, "
+          f"{len(sizes)} bags)")
+    print(f"identical scores    : {same}")
     return 0
 
 

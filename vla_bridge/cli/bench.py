@@ -1,13 +1,13 @@
-"""`vla-bridge bench overhead|throughput`: benchmarks of the node graph that print figures."""
+"""`vla-bridge bench overhead|recording|throughput`: benchmarks of the node graph that print figures."""
 from __future__ import annotations
 
 import argparse
 
-from vla_bridge.bench.graph import overhead, throughput
+from vla_bridge.bench.graph import overhead, recording, throughput
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("which", choices=["overhead", "throughput"], help="benchmark to run")
+    parser.add_argument("which", choices=["overhead", "recording", "throughput"], help="benchmark to run")
     parser.add_argument("--per-level", type=int, default=2,
                         help="throughput: tasks sampled per scene and level")
     parser.add_argument("--task", default="L0_place_yellow_block_1_behind_red_sphere")
@@ -18,4 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.which == "throughput":
         return throughput(args.per_level)
+    if args.which == "recording":
+        return recording(args.task, args.episodes)
     return overhead(args.task, args.episodes)

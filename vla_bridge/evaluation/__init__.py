@@ -8,6 +8,8 @@
   latency and the cue overlay; ``evaluator_node``: its ROS shell;
   ``cue_run`` / ``cue_overlay`` / ``cue_metrics``: its visual-cue protocol, overlay and
   LIBERO-VIFO tables;
+* ``bags``: one rosbag2 bag (MCAP) per episode; ``recorder_node``: the node that writes
+  them (record:=true); ``bag_watch``: the evaluator's wait for each episode's bag;
 * ``direct``: one episode in-process (no DDS), for benchmarks and tests;
 * ``report/``: report.md / report.json of a run directory: tables, paper rows, sections,
   plots, replay videos;

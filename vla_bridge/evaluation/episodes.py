@@ -9,9 +9,12 @@
 4. score the frames, append the results row, print the progress line; ``end``.
 
 A reported error, or ``episode_timeout`` seconds without progress, fails the episode with the
-reason and the run goes on; a node leaving the graph (or a second graph on the ROS domain)
-stops the run. The run ends with summary.json, latency.json and the printed tables; its status
-is "finished" only when every planned trial has its row in results.jsonl.
+reason (the log names a policy node that stalled: in the graph, but not answering) and the
+run goes on; so does a policy node the launcher restarted (only the episode in flight fails). A node
+leaving the graph or dying for good (the launcher's news, ``node_watch``), or a second graph
+on the ROS domain, stops the run. The run ends, stopped or not, with summary.json,
+latency.json, run.json's status and the printed tables; its status is "finished" only when
+every planned trial has its row in results.jsonl.
 
 run.json records the run's provenance (policy spec, checkpoint fingerprint, sim or hardware,
 cue protocol, seed, budget, git commit; ``provenance``) and every row names the policy; a
@@ -30,10 +33,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from vla_bridge import contract as C
+from vla_bridge.benchmarks.intact.metrics import intact_metrics
 from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
 from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials, select_tasks
 from vla_bridge.embodiment.episode_record import EpisodeRecord, FrameRecorder
+from vla_bridge.evaluation.bag_watch import BagWatch
 from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.node_watch import NodeWatch
 from vla_bridge.evaluation.provenance import resume_differences, run_provenance
 from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, completion_status,
                                            format_latency, format_table, latency_summary,
@@ -47,6 +53,8 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
           "output": "runs/latest", "max_policy_calls": 10, "max_actions_per_call": 50,
           "resume": True, "empty_language": False, "episode_timeout": 300.0,
           "discovery_timeout": 60.0, "save_episodes": True,
+          # record:=true: a recorder node writes each episode's bag (evaluation.bag_watch)
+          "record": False,
           # provenance (run.json): the policy node's backend spec (the `policy` launch
           # argument) and what fills the robot role (sim, fake_piper, piper)
           "policy": "oracle", "hardware": "sim", "use_fake_hardware": False,
@@ -57,6 +65,7 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
           "cue_render_ghosts": False}
 
 SPIN_S = 0.05  # how long one Graph.spin() waits for a message
+RESTART_SETTLE_S = 1.0  # after a restarted policy node appears, for its other endpoints
 FRAMES_TIMEOUT_S = 10.0  # the frames still on their way after the sim's done
 
 
@@ -85,6 +94,9 @@ class Graph(Protocol):
 
     def count_subscribers(self, topic: str) -> int:
         """How many subscriptions ``topic`` has (rclpy.Node's own method)."""
+
+    # optional: publisher_ids(topic) -> set of endpoint ids (tells a restarted node's
+    # endpoints from the dead one's, see node_watch)
 
 
 class Subscriber:
@@ -137,6 +149,8 @@ class Episode:
     error: str | None = None
     batches: list = field(default_factory=list)  # frames batches, parsed after the episode
     frame_count: int = 0
+    predicted: int = 0  # the policy's predicted statuses ...
+    chunks_done: int = 0  # ... and the sim's chunk_done: whose turn it is (stalled_policy)
 
 
 def _print(line: str) -> None:
@@ -152,7 +166,8 @@ class SuiteRun:
     """
 
     def __init__(self, params: dict, graph: Graph, *, cues: CueRun | None = None,
-                 subscribers=(), log=None, echo: Callable[[str], None] = _print, clock=time):
+                 subscribers=(), log=None, echo: Callable[[str], None] = _print, clock=time,
+                 node_events=None):
         self.p = params
         self.graph = graph
         self.cues = cues if cues is not None else CueRun()
@@ -161,6 +176,10 @@ class SuiteRun:
         self.echo = echo
         self.clock = clock
         self.episode: Episode | None = None
+        self.nodes = NodeWatch(graph, node_events)  # node_events: the launcher's, or None
+        self.closing: tuple | None = None  # (run_dir, trials) while the run is open
+        self.bags = BagWatch(params.get("record", False))
+        self.last_episode_id = ""
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, status: dict) -> None:
@@ -172,6 +191,8 @@ class SuiteRun:
             episode.start_stamp = float(status["stamp"])
         elif status["kind"] == C.STATUS_DONE:
             episode.done = status
+        elif status["kind"] == C.STATUS_CHUNK_DONE:
+            episode.chunks_done += 1
         elif status["kind"] == C.STATUS_ERROR:
             episode.error = f"sim: {status.get('message')}"
 
@@ -181,8 +202,13 @@ class SuiteRun:
             return
         if status["kind"] == C.STATUS_READY:
             episode.policy_ready = True
+        elif status["kind"] == C.STATUS_PREDICTED:
+            episode.predicted += 1
         elif status["kind"] == C.STATUS_ERROR:
             episode.error = f"policy: {status.get('message')}"
+
+    def on_recorder_status(self, status: dict) -> None:
+        self.bags.on_status(status)
 
     def on_frames(self, ticks: int, parse: Callable[[], list]) -> None:
         """A batch of ``ticks`` frames; ``parse()`` gives its [(stamp, command, WorldState)],
@@ -208,9 +234,11 @@ class SuiteRun:
         graph = self.graph
         while self.clock.monotonic() < deadline:
             graph.spin()
+            self.watch_nodes()
             if (graph.count_subscribers(C.TOPIC_EPISODE_CONTROL) >= 2
                     and graph.count_publishers(C.TOPIC_EPISODE_STATUS) >= 1
-                    and graph.count_publishers(C.TOPIC_ACTION_CHUNK) >= 1):
+                    and self.nodes.policies() >= 1
+                    and not self.bags.missing_node(graph.count_publishers)):
                 self.check_single_graph()
                 return
         raise GraphBroken(f"no sim and policy node appeared within "
@@ -220,14 +248,17 @@ class SuiteRun:
     def check_graph(self) -> None:
         if self.graph.count_publishers(C.TOPIC_EPISODE_STATUS) == 0:
             raise GraphBroken("the sim/robot node is gone (nobody publishes episode status)")
-        if self.graph.count_publishers(C.TOPIC_ACTION_CHUNK) == 0:
-            raise GraphBroken("the policy node is gone (nobody publishes action chunks)")
+        if not self.nodes.restarting and self.nodes.policies() == 0:
+            raise GraphBroken(self.nodes.policy_missing())  # stalled or gone
+        missing = self.bags.missing_node(self.graph.count_publishers)
+        if missing:
+            raise GraphBroken(missing)
         self.check_single_graph()
 
     def check_single_graph(self) -> None:
         """Two graphs on one ROS domain would mix their frames and observations."""
         sims = self.graph.count_publishers(C.TOPIC_EPISODE_STATUS)
-        policies = self.graph.count_publishers(C.TOPIC_ACTION_CHUNK)
+        policies = self.nodes.policies()
         evaluators = self.graph.count_publishers(C.TOPIC_EPISODE_CONTROL)
         if sims > 1 or policies > 1 or evaluators > 1:
             raise GraphBroken(f"another graph shares ROS_DOMAIN_ID "
@@ -242,14 +273,57 @@ class SuiteRun:
             self.graph.spin()
             if self.episode.error:
                 raise EpisodeFailed(self.episode.error)
+            self.watch_nodes()
             self.check_graph()
             if self.clock.monotonic() - self.episode.last_progress > timeout:
+                if self.policy_stalled():
+                    self.log.error(f"episode {self.episode.id}: the policy node stalled (still "
+                                   f"in the graph, but no answer for {timeout:.0f} s)")
                 raise EpisodeFailed(f"timed out after {timeout:.0f} s waiting for {what}")
+
+    def policy_stalled(self) -> bool:
+        """Whether a wait that timed out was for the policy's answer (the sim is reset but the
+        policy is not; or the sim waits for its next chunk) while the policy node is still in
+        the graph: alive, but silent."""
+        e = self.episode
+        if not (e.sim_ready and e.policy_ready):
+            turn = e.sim_ready  # reset: the sim is ready, the policy is not
+        else:  # running: lock-step, the sim waits for the chunk of its last observation
+            turn = e.done is None and e.predicted <= e.chunks_done
+        return turn and self.nodes.policies() > 0
+
+    def watch_nodes(self) -> None:
+        """The launcher's news (node_watch): a node that died for good stops the run; a
+        restarted policy node fails the episode in flight (the next one waits for it)."""
+        died, restarted = self.nodes.news()
+        if died:
+            raise GraphBroken(died)
+        if restarted:
+            self.log.error(restarted)
+            if self.episode is not None:
+                raise EpisodeFailed(restarted)
+
+    def await_restarted_policy(self) -> None:
+        """Before a begin: after a restart, wait for the new policy node on the graph, then
+        let discovery settle, so that it hears the begin and the sim's observations."""
+        deadline = self.clock.monotonic() + self.p["discovery_timeout"]
+        while self.nodes.restarting and self.nodes.policies() == 0:
+            if self.clock.monotonic() > deadline:
+                raise GraphBroken(f"the restarted policy node did not appear within "
+                                  f"{self.p['discovery_timeout']:.0f} s")
+            self.graph.spin()
+            self.watch_nodes()
+        settle = self.clock.monotonic() + (RESTART_SETTLE_S if self.nodes.restarting else 0.0)
+        while self.clock.monotonic() < settle:
+            self.graph.spin()
+        self.nodes.restarting = False
 
     # ------------------------------------------------------------------ one episode
     def run_episode(self, trial: Trial, instruction: str) -> tuple[EpisodeRecord, dict]:
         """Begin, start and record one episode; (record, the sim's done status)."""
-        episode_id = f"{trial_key(trial)}@{self.clock.time_ns()}"
+        self.watch_nodes()  # news from between the episodes: no episode to fail yet
+        self.await_restarted_policy()
+        episode_id = self.last_episode_id = f"{trial_key(trial)}@{self.clock.time_ns()}"
         episode = self.episode = Episode(episode_id, last_progress=self.clock.monotonic())
         budget = {"max_policy_calls": self.p["max_policy_calls"],
                   "max_actions_per_call": self.p["max_actions_per_call"]}
@@ -259,8 +333,9 @@ class SuiteRun:
                   instruction=instruction, **budget, **self.cues.begin_fields())
         timeout = self.p["episode_timeout"]
         try:
-            self.wait_until(lambda: episode.sim_ready and episode.policy_ready, timeout,
-                            "sim and policy reset")
+            self.wait_until(lambda: episode.sim_ready and episode.policy_ready
+                            and self.bags.ready(episode.id), timeout,
+                            "sim and policy reset" + (" and the bag" if self.bags.enabled else ""))
             self.send(C.CONTROL_START)
             self.wait_until(lambda: episode.done is not None, timeout, "the episode to finish")
             n = episode.done["ticks"] + 1
@@ -323,7 +398,12 @@ class SuiteRun:
                              provenance=provenance)
         self.log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done "
                       f"-> {run_dir.path}")
-        self.wait_for_graph()
+        self.closing = (run_dir, trials)
+        try:
+            self.wait_for_graph()
+        except GraphBroken as exc:  # e.g. a node died during start-up: close the run too
+            self.finish(run_dir, f"stopped: {exc}", trials)
+            raise
         for subscriber in self.subscribers:
             subscriber.on_run_start()
         t_run = self.clock.monotonic()
@@ -373,7 +453,11 @@ class SuiteRun:
         else:
             row = self.scored_row(run_dir, trial, record, done, instruction, t0)
         row["policy"] = self.p["policy"]
-        self.cues.annotate(row, lambda task: score_episode(task, record).to_dict())
+        row.update(self.bags.row_fields(self.last_episode_id, run_dir.path, self.graph.spin,
+                                        self.clock.monotonic))
+        # the tasks the row's metrics refer to, and the same frames scored against each
+        self.cues.annotate(row, lambda task: score_episode(task, record).to_dict(),
+                           lambda task, complete: intact_metrics(task, record, complete))
         for subscriber in self.subscribers:
             subscriber.on_episode_end(trial, row, run_dir)
         run_dir.append(row)
@@ -384,11 +468,27 @@ class SuiteRun:
         outcome = (f"IS {row['intent_score']:.2f} ES {row['exec_score']:.2f} "
                    f"CR {'yes' if row['complete'] else 'no '}" if row["status"] == "ok"
                    else f"FAILED: {row['error']}")
+        scored = row.get("scored_task", trial.task.id)
+        if scored != trial.task.id:  # conflict: the scores are the language task's
+            outcome = f"language task {scored}: {outcome}"
         return (f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
                 f"{self.cues.outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)")
 
+    def interrupted(self) -> None:
+        """Ctrl-C or the launcher's stop while the run is open: close it all the same, with the
+        reason (a node the launcher reported dead, else "interrupted"); resume runs the rest."""
+        if self.closing is None:
+            return
+        try:
+            died = self.nodes.news()[0]
+        except (OSError, ValueError):  # the events file is gone with the launcher
+            died = None
+        run_dir, trials = self.closing
+        self.finish(run_dir, f"stopped: {died or 'interrupted'}", trials)
+
     def finish(self, run_dir: RunDirectory, status: str, trials: list[Trial]) -> int:
         """summary.json, latency.json, run.json's status and the printed tables."""
+        self.closing = None
         rows = run_dir.results()
         status = completion_status(status, trials, rows)
         if status.startswith("incomplete"):

@@ -2,8 +2,9 @@
 the node graph and scores them.
 
 The node declares the run's parameters, publishes the instruction and episode control, and
-hands the run the sim's and the policy's statuses and the recorded frames. The visual-cue
-overlay (LIBERO-VIFO) hangs off the run as a subscriber (``CueOverlayHook``).
+hands the run the sim's and the policy's statuses, the recorded frames and, under the
+package's launcher, its news of the node processes (``vla_bridge.ros.node_events``). The
+visual-cue overlay (LIBERO-VIFO) hangs off the run as a subscriber (``CueOverlayHook``).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from std_msgs.msg import Float64MultiArray, String
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
+from vla_bridge.ros.node_events import NodeEvents
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
                                             Subscriber, SuiteRun)
@@ -39,12 +41,15 @@ class EvaluatorNode(Node):
                       self.p["cue_placement"])
         self.cue_hook = CueOverlayHook(self, cues, self.p["cue_render_ghosts"])
         self.suite = SuiteRun(self.p, self, cues=cues, log=self.get_logger(),
-                              subscribers=[LatencyCollector(), self.cue_hook])
+                              subscribers=[LatencyCollector(), self.cue_hook],
+                              node_events=NodeEvents.from_env())
         self.create_subscription(String, C.TOPIC_EPISODE_STATUS, self.on_sim_status,
                                  q(C.QOS_EVENTS))
         self.create_subscription(String, C.TOPIC_POLICY_STATUS, self.on_policy_status,
                                  q(C.QOS_EVENTS))
         self.create_subscription(Float64MultiArray, C.TOPIC_FRAMES, self.on_frame, q(C.QOS_STATE))
+        self.create_subscription(String, C.TOPIC_RECORDER_STATUS, self.on_recorder_status,
+                                 q(C.QOS_EVENTS))
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, msg: String) -> None:
@@ -52,6 +57,9 @@ class EvaluatorNode(Node):
 
     def on_policy_status(self, msg: String) -> None:
         self.hand_status(msg, "policy", self.suite.on_policy_status)
+
+    def on_recorder_status(self, msg: String) -> None:
+        self.hand_status(msg, "recorder", self.suite.on_recorder_status)
 
     def hand_status(self, msg: String, source: str, handler) -> None:
         """Hand the run a well-formed status (contract.check_status: a kind, the episode id and
@@ -82,6 +90,14 @@ class EvaluatorNode(Node):
     def spin(self) -> None:
         rclpy.spin_once(self, timeout_sec=SPIN_S)
 
+    def publisher_ids(self, topic: str) -> set[bytes]:
+        """The endpoint ids of ``topic``'s publishers (a restarted node gets new ones)."""
+        return {bytes(info.endpoint_gid) for info in self.get_publishers_info_by_topic(topic)}
+
+
+RECORDER_NODE = "recorder_node"  # launch_args.RECORDER
+UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"  # rclpy's name for an endpoint not yet matched to a node
+
 
 class CueOverlayHook(Subscriber):
     """The visual-cue overlay as a run subscriber. A CueOverlay conditions the camera images
@@ -103,14 +119,23 @@ class CueOverlayHook(Subscriber):
         if self.cues.protocol:
             self.attach()
 
-        def readers() -> int:
-            return min(self.node.count_subscribers(C.cued_image_topic(c)) for c in C.CAMERAS)
+        def readers() -> tuple[int, bool]:
+            """(readers of every cued topic, whether a reader is not identified yet): the
+            recorder only records what a policy would read, so it does not count, and
+            discovery names a node a moment after it reports its subscription."""
+            infos = [self.node.get_subscriptions_info_by_topic(C.cued_image_topic(c))
+                     for c in C.CAMERAS]
+            names = [[info.node_name for info in per_camera] for per_camera in infos]
+            known = min(sum(n not in (RECORDER_NODE, UNKNOWN_NODE) for n in per_camera)
+                        for per_camera in names)
+            return known, any(UNKNOWN_NODE in per_camera for per_camera in names)
 
-        deadline = time.monotonic() + (self.WAIT_S if self.cues.protocol else 0.3)
-        found = readers()
-        while not found and time.monotonic() < deadline:
+        start = time.monotonic()
+        wait = self.WAIT_S if self.cues.protocol else 0.3
+        found, unnamed = readers()
+        while not found and time.monotonic() - start < (self.WAIT_S if unnamed else wait):
             rclpy.spin_once(self.node, timeout_sec=SPIN_S)
-            found = readers()
+            found, unnamed = readers()
         if found:
             self.attach()  # also without a protocol: policy image_source:=cued
         elif self.cues.needs_cued_images:
@@ -170,6 +195,16 @@ class CueOverlayHook(Subscriber):
 
 
 def main(args=None) -> int:
+    """Run the suite. Every way out is one line on stderr, never a traceback: a node's death
+    is the run's stop reason (see SuiteRun.watch_nodes), Ctrl-C closes the run."""
+    try:
+        return _run(args)
+    except KeyboardInterrupt:  # another Ctrl-C while closing down
+        print("evaluator_node: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(args) -> int:
     messages.enable_stack_dumps()
     rclpy.init(args=args)
     node = None
@@ -177,9 +212,7 @@ def main(args=None) -> int:
         node = EvaluatorNode()
         return node.suite.run()
     except (KeyboardInterrupt, ExternalShutdownException):
-        print("evaluator_node: interrupted; finished episodes are kept in results.jsonl",
-              file=sys.stderr)
-        return 130
+        return _interrupted(node)
     except (ValueError, FileExistsError, FileNotFoundError, GraphBroken, RunDirError) as exc:
         print(f"evaluator_node: error: {exc}", file=sys.stderr)
         return 2
@@ -189,6 +222,19 @@ def main(args=None) -> int:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+
+
+def _interrupted(node: EvaluatorNode | None) -> int:
+    """Stopped from outside (Ctrl-C, the launcher): close the open run, say so in one line."""
+    try:
+        if node is not None:
+            node.suite.interrupted()
+    except RunDirError as exc:
+        print(f"evaluator_node: interrupted; {exc}", file=sys.stderr)
+        return 130
+    print("evaluator_node: interrupted; finished episodes are kept, resume runs the rest",
+          file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":

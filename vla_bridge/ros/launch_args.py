@@ -39,6 +39,10 @@ class NodeSpec:
     module: str  # run as `python -m module`; also the console script's module
     executable: str  # console script installed in lib/vla_bridge (for launch_ros)
     python_arg: str | None = None  # launch argument naming this node's interpreter
+    # the own launcher restarts it when it dies (bounded; the evaluator fails only the
+    # episode in flight): a node that keeps no state across episodes, i.e. the policy
+    restartable: bool = False
+    enabled_by: str | None = None  # bool launch argument that adds this node (None: always)
 
 
 @dataclass(frozen=True)
@@ -84,14 +88,20 @@ CHUNK_EXECUTION_ARGS = (
 
 SIM = NodeSpec("sim_node", "vla_bridge.sim_nodes.sim_node", "sim_node", python_arg="sim_python")
 POLICY = NodeSpec("policy_node", "vla_bridge.policy_nodes.policy_node", "policy_node",
-                  python_arg="policy_python")
+                  python_arg="policy_python", restartable=True)
 EVALUATOR = NodeSpec("evaluator_node", "vla_bridge.evaluation.evaluator_node", "evaluator_node")
+RECORDER = NodeSpec("recorder_node", "vla_bridge.evaluation.recorder_node", "recorder_node",
+                    enabled_by="record")
+# Recording, the same in both graphs: one rosbag2 bag (MCAP) per episode in the run directory.
+RECORD_ARG = LaunchArg("record", "false",
+                       "write one rosbag2 bag (MCAP) per episode into <output>/bags/",
+                       type="bool", sets=("evaluator_node.record",))
 
 ROBOFOLLOW_SIM = GraphSpec(
     name="robofollow_sim",
     description="RoboFollow in simulation: sim node, policy node, evaluator (lock-step).",
     params_file="config/robofollow_sim.yaml",
-    nodes=(SIM, POLICY, EVALUATOR),
+    nodes=(SIM, POLICY, EVALUATOR, RECORDER),
     end_node="evaluator_node",
     args=(
         LaunchArg("scene", "scene1", "RoboFollow scene (scene1..scene4)",
@@ -107,7 +117,12 @@ ROBOFOLLOW_SIM = GraphSpec(
                   sets=("evaluator_node.base_seed",)),
         LaunchArg("output", "runs/latest",
                   "run directory (results, summary, report); created with missing parents",
-                  sets=("evaluator_node.output",)),
+                  sets=("evaluator_node.output", "recorder_node.output")),
+        RECORD_ARG,
+        LaunchArg("record_fps", "0",
+                  "dense frames for datasets on /vla_bridge/record/*: every camera, the joints "
+                  "and the executed target at this rate of sim time (a divisor of the 250 Hz "
+                  "physics, e.g. 10); 0: off", type="int", sets=("sim_node.record_fps",)),
         LaunchArg("policy", "oracle", "policy backend of the policy node (run.json records it)",
                   sets=("policy_node.backend", "evaluator_node.policy")),
         LaunchArg("lock_step", "true", "advance the sim only when the action has arrived",
@@ -219,13 +234,18 @@ REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense_node", 
 TRACKER = NodeSpec("tracker_node", "vla_bridge.robot_nodes.tracker_node", "tracker_node")
 ROBOT_NODES = (PIPER, REALSENSE, TRACKER)
 REAL_PARAMS_FILE = "config/robofollow_real.yaml"
+CAMERA_SOURCE_ARG = LaunchArg(
+    "camera_source", "auto",
+    "cameras from: auto (fake hardware without serials or recordings: synthetic), devices, "
+    "playback, synthetic (MuJoCo renders of the workcell at the arms' joint states)",
+    sets=("realsense_node.source",))
 
 ROBOFOLLOW_REAL = GraphSpec(
     name="robofollow_real",
     description="RoboFollow pilot trials on the real PiPER pair: PiPER node, RealSense cameras, "
                 "marker tracker, policy node, evaluator (wall clock).",
     params_file=REAL_PARAMS_FILE,
-    nodes=(PIPER, REALSENSE, TRACKER, POLICY, EVALUATOR),
+    nodes=(PIPER, REALSENSE, TRACKER, POLICY, EVALUATOR, RECORDER),
     end_node="evaluator_node",
     args=(
         LaunchArg("scene", "scene1", "RoboFollow scene of the suite", sets=("evaluator_node.scene",)),
@@ -236,7 +256,8 @@ ROBOFOLLOW_REAL = GraphSpec(
         LaunchArg("seed", "42", "base seed (recorded with each trial)", type="int",
                   sets=("evaluator_node.base_seed",)),
         LaunchArg("output", "runs/real", "run directory; created with missing parents",
-                  sets=("evaluator_node.output",)),
+                  sets=("evaluator_node.output", "recorder_node.output")),
+        RECORD_ARG,
         LaunchArg("resume", "true", "skip trials already in the output's results.jsonl",
                   type="bool", sets=("evaluator_node.resume",)),
         LaunchArg("policy", "hold", "policy backend (hold: keep the arms still)",
@@ -253,7 +274,8 @@ ROBOFOLLOW_REAL = GraphSpec(
         LaunchArg("use_fake_hardware", "false",
                   "drive the PiPER firmware emulator on virtual CAN instead of the arms",
                   type="bool",
-                  sets=("piper_node.use_fake_hardware", "evaluator_node.use_fake_hardware")),
+                  sets=("piper_node.use_fake_hardware", "realsense_node.use_fake_hardware",
+                        "evaluator_node.use_fake_hardware")),
         LaunchArg("arms", "left,right", "arms of the PiPER node (left,right | left | right)",
                   sets=("piper_node.arms", "tracker_node.arms")),
         LaunchArg("camera_serials", "",
@@ -262,6 +284,7 @@ ROBOFOLLOW_REAL = GraphSpec(
         LaunchArg("camera_playback_dir", "",
                   "play the cameras from DIR/<camera>.db3 recordings instead of the devices",
                   sets=("realsense_node.playback_dir",)),
+        CAMERA_SOURCE_ARG,
         LaunchArg("calibration_file", "",
                   "table calibration to load (and write after calibrating); empty: calibrate "
                   "at start-up", sets=("tracker_node.calibration_file",)),
@@ -270,10 +293,13 @@ ROBOFOLLOW_REAL = GraphSpec(
 )
 
 _FAKE_PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
-                         params={"piper_node": {"use_fake_hardware": True}},
-                         arg_params=(("camera_playback_dir", "realsense_node.playback_dir"),))
+                         params={"piper_node": {"use_fake_hardware": True},
+                                 "realsense_node": {"use_fake_hardware": True}},
+                         arg_params=(("camera_playback_dir", "realsense_node.playback_dir"),
+                                     ("camera_source", "realsense_node.source")))
 _PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
-                    params={"piper_node": {"use_fake_hardware": False}},
+                    params={"piper_node": {"use_fake_hardware": False},
+                            "realsense_node": {"use_fake_hardware": False}},
                     arg_params=_FAKE_PIPER.arg_params)
 
 #: graph name -> the role its `hardware` argument chooses
@@ -292,6 +318,8 @@ ROBOFOLLOW_SIM = GraphSpec(**{**ROBOFOLLOW_SIM.__dict__, "args": ROBOFOLLOW_SIM.
     LaunchArg("camera_playback_dir", "",
               "hardware fake_piper|piper: cameras from DIR/<camera>.db3 recordings "
               "(empty: the devices of " + REAL_PARAMS_FILE + ")"),
+    LaunchArg("camera_source", CAMERA_SOURCE_ARG.default,
+              "hardware fake_piper|piper: " + CAMERA_SOURCE_ARG.description),
 )})
 GRAPHS[ROBOFOLLOW_SIM.name] = ROBOFOLLOW_SIM
 GRAPHS[ROBOFOLLOW_REAL.name] = ROBOFOLLOW_REAL
@@ -315,6 +343,8 @@ def resolve_nodes(graph: GraphSpec, values: dict[str, str]) -> list[ResolvedNode
         raise ValueError(f"argument {role.arg!r} must be one of {role.values()}, got {choice!r}")
     out = []
     for node in graph.nodes:
+        if not node_enabled(graph, node, values):
+            continue
         if role and choice != role.default and node.name in role.replaces:
             picked = role.choices[choice]
             if node.name != role.replaces[0]:
@@ -327,3 +357,14 @@ def resolve_nodes(graph: GraphSpec, values: dict[str, str]) -> list[ResolvedNode
             continue
         out.append(ResolvedNode(node, graph.params_file, {}, {}))
     return out
+
+
+TRUE_WORDS = ("true", "True", "TRUE", "1", "yes")
+
+
+def node_enabled(graph: GraphSpec, node: NodeSpec, values: dict[str, str]) -> bool:
+    """False for an optional node whose `enabled_by` argument is not true (e.g. the recorder
+    without record:=true)."""
+    if node.enabled_by is None:
+        return True
+    return values.get(node.enabled_by, graph.arg(node.enabled_by).default) in TRUE_WORDS

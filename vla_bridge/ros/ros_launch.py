@@ -6,7 +6,7 @@ pure modules of this package must import without them.
 """
 import os
 
-from vla_bridge.ros.launch_args import FASTDDS_PROFILE, PACKAGE, ROLES, ArgumentIn
+from vla_bridge.ros.launch_args import FASTDDS_PROFILE, PACKAGE, ROLES, TRUE_WORDS, ArgumentIn
 
 # launch_ros would YAML-parse substituted values; a typed ParameterValue keeps e.g.
 # tasks:=12 a string, as the node declares it.
@@ -55,6 +55,16 @@ def graph_node(graph, spec, params_file, extra=None, condition=None):
                 prefix=prefix, **options)
 
 
+def node_condition(role, spec):
+    """When a node of the graph's own list runs: a replaced node only for the role's default,
+    an optional node only when its argument is true (e.g. the recorder with record:=true)."""
+    if spec.enabled_by is not None:
+        return ArgumentIn(spec.enabled_by, TRUE_WORDS)
+    if role and spec.name in role.replaces:
+        return ArgumentIn(role.arg, [role.default])
+    return None
+
+
 def role_groups(graph, share):
     """One group per non-default role choice, run only when the role's argument selects it."""
     from launch.actions import GroupAction
@@ -89,9 +99,8 @@ def graph_launch_description(graph):
         SetEnvironmentVariable("PYTHONUNBUFFERED", "1"),
     ]
     role = ROLES.get(graph.name)
-    nodes = {spec.name: graph_node(graph, spec, params_file, condition=(
-        ArgumentIn(role.arg, [role.default]) if role and spec.name in role.replaces else None))
-        for spec in graph.nodes}
+    nodes = {spec.name: graph_node(graph, spec, params_file, condition=node_condition(role, spec))
+             for spec in graph.nodes}
     actions += list(nodes.values())
     actions += role_groups(graph, share)
     actions.append(RegisterEventHandler(OnProcessExit(
