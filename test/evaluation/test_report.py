@@ -24,7 +24,7 @@ from vla_bridge.evaluation.report.videos import render_episode_video
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_CSV = REPO.parent / "shared" / "robofollow" / "results_table1.csv"
-REAL_TASK = "L0_pickup_yellow_block_3"
+REAL_TASK = "L0_pickup_yellow_block_3"  # the task of conftest.saved_oracle_episode
 
 
 def _row(task, round_, is_, es, complete, scene="scene1", level="L0", status="ok", **extra):
@@ -44,33 +44,9 @@ def _write_run(path: Path, rows: list[dict], empty_language: bool = False) -> Pa
 
 
 @pytest.fixture(scope="module")
-def real_episode(tmp_path_factory):
-    """One real oracle episode, saved as the evaluator saves it; returns (relative path, row)."""
-    from vla_bridge.evaluation.direct import run_episode_direct
-    from vla_bridge.evaluation.run_dir import result_row
-    from vla_bridge.policy_nodes.oracle import OraclePolicy
-    from vla_bridge.embodiment.episode_record import save_episode
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
-    from vla_bridge.sim_nodes.session import SimSession
-    from vla_bridge.benchmarks.robofollow.tasks import Trial, episode_seed, load_suite
-
-    task = load_suite().get(REAL_TASK)
-    trial = Trial(task, 1, episode_seed(task.id, 1))
-    session = SimSession(MujocoBackend())
-    try:
-        record, score = run_episode_direct(session, OraclePolicy(), task, trial.seed, images=False)
-    finally:
-        session.backend.close()
-    row = result_row(trial, score, instruction=task.instruction, frames=record.n)
-    relative = Path("episodes") / task.scene / f"{task.id}_r1.npz"
-    store = tmp_path_factory.mktemp("episode_store")
-    (store / relative).parent.mkdir(parents=True)
-    meta = {k: row[k] for k in ("key", "task_id", "scene", "level", "round", "seed", "instruction")}
-    meta.update(layout=task.layout, intent_score=row["intent_score"], exec_score=row["exec_score"],
-                complete=row["complete"])
-    save_episode(store / relative, record, meta)
-    row["episode_file"] = str(relative)
-    return store, relative, row
+def real_episode(saved_oracle_episode):
+    """One real oracle episode of REAL_TASK, saved as the evaluator saves it."""
+    return saved_oracle_episode
 
 
 def _synthetic_rows(real_row: dict) -> list[dict]:

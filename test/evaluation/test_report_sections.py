@@ -15,7 +15,7 @@ from vla_bridge.evaluation.pilot_report import PILOT_REPORT_NAME, pilot_report_p
 from vla_bridge.evaluation.report import build_report, write_report
 
 REPO = Path(__file__).resolve().parents[2]
-REAL_TASK = "L0_pickup_yellow_block_3"
+REAL_TASK = "L0_pickup_yellow_block_3"  # the task of conftest.saved_oracle_episode
 FAST = ["--bootstrap", "50"]
 
 
@@ -42,27 +42,9 @@ def _synthetic(path: Path, empty_language: bool = False, extra: tuple = ()) -> P
 
 
 @pytest.fixture(scope="module")
-def oracle_row(session, tmp_path_factory):
+def oracle_row(saved_oracle_episode):
     """A saved real oracle episode: (store dir, episode path relative to it, results row)."""
-    from vla_bridge.benchmarks.robofollow.tasks import Trial, episode_seed, load_suite
-    from vla_bridge.embodiment.episode_record import save_episode
-    from vla_bridge.evaluation.direct import run_episode_direct
-    from vla_bridge.evaluation.run_dir import result_row
-    from vla_bridge.policy_nodes.oracle import OraclePolicy
-
-    task = load_suite().get(REAL_TASK)
-    trial = Trial(task, 1, episode_seed(task.id, 1))
-    record, score = run_episode_direct(session, OraclePolicy(), task, trial.seed, images=False)
-    row = result_row(trial, score, instruction=task.instruction, frames=record.n)
-    relative = Path("episodes") / "scene1" / f"{task.id}_r1.npz"
-    store = tmp_path_factory.mktemp("store")
-    (store / relative).parent.mkdir(parents=True)
-    meta = {k: row[k] for k in ("key", "task_id", "scene", "level", "round", "seed", "instruction")}
-    meta.update(layout=task.layout, intent_score=row["intent_score"], exec_score=row["exec_score"],
-                complete=row["complete"])
-    save_episode(store / relative, record, meta)
-    row["episode_file"] = str(relative)
-    return store, relative, row
+    return saved_oracle_episode
 
 
 def _run_with_episode(path: Path, oracle_row) -> Path:

@@ -326,17 +326,6 @@ def test_bus_emergency_stop_and_resume(rig, params):
 # ---------------------------------------------------------------------- the ROS node
 
 
-@pytest.fixture
-def ros_context():
-    import rclpy
-    from rclpy.context import Context
-
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 def test_node_executes_a_chunk_and_the_estop_service_stops_it(ros_context, capsys):
     import rclpy
     from rclpy.executors import MultiThreadedExecutor

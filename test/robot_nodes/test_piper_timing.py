@@ -82,17 +82,6 @@ def test_hold_stops_a_target_still_ahead_at_the_measured_joints():
 # ------------------------------------------------------------------ the node
 
 
-@pytest.fixture
-def ros_context():
-    import rclpy
-    from rclpy.context import Context
-
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
 def make_node(ctx, **params):
     from rclpy.parameter import Parameter
 

@@ -99,18 +99,7 @@ def test_the_renders_follow_the_joint_states(workcell):
 # ------------------------------------------------------------------ the node
 
 
-@pytest.fixture
-def ros():
-    import rclpy
-    from rclpy.context import Context
-
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
-
-
-def test_fake_hardware_node_without_cameras_publishes_synthetic_images(ros):
+def test_fake_hardware_node_without_cameras_publishes_synthetic_images(ros_context):
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
@@ -122,8 +111,8 @@ def test_fake_hardware_node_without_cameras_publishes_synthetic_images(ros):
     params = [Parameter("use_fake_hardware", value=True),  # no serials, no playback_dir
               Parameter("full_resolution_cameras", value="cam_high"),
               Parameter("synthetic_fps", value=20.0)]
-    node = RealsenseNode(context=ros, parameter_overrides=params)
-    probe = rclpy.create_node("synthetic_probe", context=ros)
+    node = RealsenseNode(context=ros_context, parameter_overrides=params)
+    probe = rclpy.create_node("synthetic_probe", context=ros_context)
     q = messages.qos_profile
     got: dict[str, list] = {}
     lock = threading.Lock()
@@ -141,7 +130,7 @@ def test_fake_hardware_node_without_cameras_publishes_synthetic_images(ros):
     probe.create_subscription(Image, C.full_image_topic("cam_high"), keep("full"),
                               q(C.QOS_LATEST))
     pub_joints = probe.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
-    executor = MultiThreadedExecutor(num_threads=2, context=ros)
+    executor = MultiThreadedExecutor(num_threads=2, context=ros_context)
     executor.add_node(node)
     executor.add_node(probe)
     spinner = threading.Thread(target=executor.spin, daemon=True)
