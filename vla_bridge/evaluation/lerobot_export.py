@@ -241,10 +241,10 @@ def export_lerobot(run_dirs: Iterable[str | Path], out: str | Path, *,
     for i, (run, row) in enumerate(chosen, 1):
         frames = read_episode(run / row["bag"], fps)
         if dataset is None:
-            dataset = _create(out, repo_id, frames, video)
+            dataset = create_dataset(out, repo_id, frames, video)
         elif frames.fps != dataset.fps:
             raise ExportError(f"{row['bag']}: {frames.fps} fps, the dataset is {dataset.fps} fps")
-        _add_episode(dataset, frames, row["instruction"])
+        add_episode(dataset, frames, row["instruction"])
         facts.append({"episode_index": i - 1, **episode_facts(run, row, frames)})
         echo(f"[{i}/{len(chosen)}] {row.get('key', row['bag'])}: {frames.n} frames")
     dataset.finalize()
@@ -254,7 +254,8 @@ def export_lerobot(run_dirs: Iterable[str | Path], out: str | Path, *,
             "fps": dataset.fps, "skipped": skipped, "root": str(out)}
 
 
-def _create(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
+def create_dataset(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
+    """An empty LeRobotDataset at `out` shaped for `frames` (their fps and image size)."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     shape = frames.images[C.CAMERAS[0]].shape[1:]
@@ -262,7 +263,8 @@ def _create(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
                                  features=features(shape, video), use_videos=video)
 
 
-def _add_episode(dataset, frames: EpisodeFrames, instruction: str) -> None:
+def add_episode(dataset, frames: EpisodeFrames, instruction: str) -> None:
+    """One episode's frames, with `instruction` as its task, saved as an episode."""
     for k in range(frames.n):
         frame = {STATE: frames.states[k], ACTION: frames.actions[k], TASK: instruction}
         for cam in C.CAMERAS:
