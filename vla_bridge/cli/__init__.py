@@ -55,6 +55,7 @@ _register_module("tasks", "list, filter and dry-run the RoboFollow evaluation su
 _register_module("bench", "benchmarks that print figures (overhead of the node graph)")
 _register_module("report", "tables with 95% intervals, paper numbers, plots and replay videos of a run")
 _register_module("demos", "generate RoboFollow's training set with the oracle, as a LeRobot dataset")
+_register_module("train", "train the built-in tiny policy on a LeRobot dataset (CPU)")
 _register_module("export", "recorded episodes (--record true) -> a LeRobot dataset")
 _register_module("serve", "serve a policy backend over openpi's websocket protocol")
 _register_module("vqa", "LIBERO-VIFO Part I-A: ask a VQA backend the four cue questions "

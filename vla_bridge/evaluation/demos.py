@@ -161,7 +161,9 @@ def build_task(out: str, plan: DemoPlan, task: TrainingTask) -> dict:
                 continue
             if dataset is None:
                 dataset = X.create_dataset(partial, plan.repo_id, frames, plan.video)
-            X.add_episode(dataset, frames, instruction)
+            # videos encoded here: the task workers already use every core, and a pool
+            # worker may not start processes of its own
+            X.add_episode(dataset, frames, instruction, parallel_encoding=False)
             facts.append(fact)
     finally:
         session.backend.close()
@@ -217,9 +219,13 @@ def _build_tasks(out: Path, plan: DemoPlan, todo: list[TrainingTask], workers: i
             return results
         # spawn: MuJoCo's EGL context and the DDS-free sim must not be inherited by a fork
         with multiprocessing.get_context("spawn").Pool(min(workers, len(todo))) as pool:
-            jobs = [pool.apply_async(build_task, (str(out), plan, t)) for t in todo]
-            for job in jobs:
-                results.append(job.get())
+            jobs = [(t, pool.apply_async(build_task, (str(out), plan, t))) for t in todo]
+            for task, job in jobs:
+                try:
+                    results.append(job.get())
+                except Exception as exc:  # noqa: BLE001 - a worker's failure: name the task
+                    raise RuntimeError(f"task {shard_name(task)} failed: {exc!r} (finished "
+                                       f"tasks are kept; rerun to resume)") from exc
                 bar.update(item=_line(results[-1]))
     return results
 

@@ -263,11 +263,13 @@ def create_dataset(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
                                  features=features(shape, video), use_videos=video)
 
 
-def add_episode(dataset, frames: EpisodeFrames, instruction: str) -> None:
-    """One episode's frames, with `instruction` as its task, saved as an episode."""
+def add_episode(dataset, frames: EpisodeFrames, instruction: str,
+                parallel_encoding: bool = True) -> None:
+    """One episode's frames, with `instruction` as its task, saved as an episode
+    (`parallel_encoding`: LeRobot encodes the cameras' videos in worker processes)."""
     for k in range(frames.n):
         frame = {STATE: frames.states[k], ACTION: frames.actions[k], TASK: instruction}
         for cam in C.CAMERAS:
             frame[IMAGE_KEY.format(cam)] = frames.images[cam][k]
         dataset.add_frame(frame)
-    dataset.save_episode()
+    dataset.save_episode(parallel_encoding=parallel_encoding)
