@@ -16,7 +16,7 @@ Image + state + instruction -> action chunk ``[H, 14]``:
 Checkpoint: a directory with ``config.json`` (``TinyPolicyConfig`` fields plus
 ``format``) and ``weights.pt`` (a ``state_dict`` saved by ``torch.save``, loaded with
 ``weights_only=True``). ``TorchPolicy(checkpoint=DIR)`` loads it; ``save_checkpoint``
-writes it (training comes later and will reuse these two functions).
+writes it; `vla-bridge train` (evaluation/train.py) trains one on a LeRobot dataset.
 """
 from __future__ import annotations
 
