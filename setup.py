@@ -73,6 +73,7 @@ setup(
             "policy_node = vla_bridge.policy_nodes.policy_node:main",
             "evaluator_node = vla_bridge.evaluation.evaluator_node:main",
             "recorder_node = vla_bridge.evaluation.recorder_node:main",
+            "viewer_node = vla_bridge.evaluation.viewer_node:main",
             "piper_node = vla_bridge.robot_nodes.piper_node:main",
             "realsense_node = vla_bridge.robot_nodes.realsense_node:main",
             "tracker_node = vla_bridge.robot_nodes.tracker_node:main",

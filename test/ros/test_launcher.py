@@ -98,12 +98,21 @@ def test_dry_run_prints_commands(capsys, tmp_path):
     assert cli.main(["launch", "robofollow_sim", "--dry-run", "--levels", "L1"]) == 0
     out = capsys.readouterr().out
     for node in ROBOFOLLOW_SIM.nodes:
-        runs = node.enabled_by is None  # the recorder runs only with record:=true
+        # the recorder runs only with record:=true, the viewer only with viewer:=foxglove
+        runs = node.enabled_by is None
         assert (f"-m {node.module} --ros-args --params-file" in out) == runs
         assert (f"-r __node:={node.name}" in out) == runs
     assert "'levels': 'L1'" in out
+    assert [n.name for n in ROBOFOLLOW_SIM.nodes if n.enabled_by] == ["recorder_node",
+                                                                     "viewer_node"]
     assert cli.main(["launch", "robofollow_sim", "--dry-run", "--record", "true"]) == 0
-    assert "-m vla_bridge.evaluation.recorder_node --ros-args" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "-m vla_bridge.evaluation.recorder_node --ros-args" in out
+    assert "viewer_node" not in out
+    assert cli.main(["launch", "robofollow_sim", "--dry-run", "--viewer", "foxglove"]) == 0
+    out = capsys.readouterr().out
+    assert "-m vla_bridge.evaluation.viewer_node --ros-args" in out
+    assert "recorder_node" not in out
 
 
 def test_node_commands_and_overrides_files(tmp_path):

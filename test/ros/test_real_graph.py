@@ -120,7 +120,7 @@ def test_role_arguments_are_checked_and_default_to_the_real_params_file():
     assert "robofollow_real" in GRAPHS and ROBOFOLLOW_REAL.end_node == "evaluator_node"
     assert [n.name for n in ROBOFOLLOW_REAL.nodes] == [
         "piper_node", "realsense_node", "tracker_node", "policy_node", "evaluator_node",
-        "recorder_node"]
+        "recorder_node", "viewer_node"]
 
 
 class _Recorder:
@@ -186,12 +186,17 @@ def test_launch_files_choose_the_robot_role_by_argument(monkeypatch, tmp_path):
     real = _load_launch_file(REPO / "launch" / "robofollow_real.launch.py", tmp_path, monkeypatch)
     nodes = [a for a in real if type(a).__name__ == "Node"]
     assert [n.kwargs["name"] for n in nodes] == [n.name for n in ROBOFOLLOW_REAL.nodes]
-    # every node runs unconditionally, except the recorder: only with record:=true
+    # every node runs unconditionally, except the recorder (only with record:=true) and the
+    # viewer (only with viewer:=foxglove)
     conditions = {n.kwargs["name"]: n.kwargs.get("condition") for n in nodes}
-    assert [name for name, c in conditions.items() if c is not None] == ["recorder_node"]
+    assert [name for name, c in conditions.items() if c is not None] == ["recorder_node",
+                                                                         "viewer_node"]
     for value, runs in (("true", True), ("false", False)):
         context = type("Context", (), {"launch_configurations": {"record": value}})()
         assert conditions["recorder_node"].evaluate(context) is runs
+    for value, runs in (("foxglove", True), ("", False), ("true", False)):
+        context = type("Context", (), {"launch_configurations": {"viewer": value}})()
+        assert conditions["viewer_node"].evaluate(context) is runs
     assert nodes[0].kwargs["parameters"][0] == str(tmp_path / "config" / "robofollow_real.yaml")
     handler = next(a for a in real if type(a).__name__ == "RegisterEventHandler").args[0]
     assert handler.kwargs["target_action"].kwargs["name"] == "evaluator_node"

@@ -42,7 +42,10 @@ class NodeSpec:
     # the own launcher restarts it when it dies (bounded; the evaluator fails only the
     # episode in flight): a node that keeps no state across episodes, i.e. the policy
     restartable: bool = False
-    enabled_by: str | None = None  # bool launch argument that adds this node (None: always)
+    enabled_by: str | None = None  # launch argument that adds this node (None: always)
+    # the values of `enabled_by` that add it; None: a bool argument (TRUE_WORDS). With values,
+    # the argument is a choice: "" (off) or one of them, anything else is refused
+    enabled_when: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,22 @@ RECORDER = NodeSpec("recorder_node", "vla_bridge.evaluation.recorder_node", "rec
 RECORD_ARG = LaunchArg("record", "false",
                        "write one rosbag2 bag (MCAP) per episode into <output>/bags/",
                        type="bool", sets=("evaluator_node.record",))
+# Watching a run live, the same in both graphs: viewer:=foxglove serves the graph's topics to
+# the Foxglove app over its WebSocket protocol (evaluation/viewer_node.py).
+VIEWER = NodeSpec("viewer_node", "vla_bridge.evaluation.viewer_node", "viewer_node",
+                  enabled_by="viewer", enabled_when=("foxglove",))
+VIEWER_ARGS = (
+    LaunchArg("viewer", "", "live viewer: '' (off) or foxglove (a Foxglove WebSocket server "
+              "on 127.0.0.1, see viewer_port)"),
+    LaunchArg("viewer_port", "8765", "port of the viewer's WebSocket server", type="int",
+              sets=("viewer_node.port",)),
+)
 
 ROBOFOLLOW_SIM = GraphSpec(
     name="robofollow_sim",
     description="RoboFollow in simulation: sim node, policy node, evaluator (lock-step).",
     params_file="config/robofollow_sim.yaml",
-    nodes=(SIM, POLICY, EVALUATOR, RECORDER),
+    nodes=(SIM, POLICY, EVALUATOR, RECORDER, VIEWER),
     end_node="evaluator_node",
     args=(
         LaunchArg("scene", "scene1", "RoboFollow scene (scene1..scene4)",
@@ -119,6 +132,7 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "run directory (results, summary, report); created with missing parents",
                   sets=("evaluator_node.output", "recorder_node.output")),
         RECORD_ARG,
+        *VIEWER_ARGS,
         LaunchArg("record_fps", "0",
                   "dense frames for datasets on /vla_bridge/record/*: every camera, the joints "
                   "and the executed target at this rate of sim time (a divisor of the 250 Hz "
@@ -245,7 +259,7 @@ ROBOFOLLOW_REAL = GraphSpec(
     description="RoboFollow pilot trials on the real PiPER pair: PiPER node, RealSense cameras, "
                 "marker tracker, policy node, evaluator (wall clock).",
     params_file=REAL_PARAMS_FILE,
-    nodes=(PIPER, REALSENSE, TRACKER, POLICY, EVALUATOR, RECORDER),
+    nodes=(PIPER, REALSENSE, TRACKER, POLICY, EVALUATOR, RECORDER, VIEWER),
     end_node="evaluator_node",
     args=(
         LaunchArg("scene", "scene1", "RoboFollow scene of the suite", sets=("evaluator_node.scene",)),
@@ -258,6 +272,7 @@ ROBOFOLLOW_REAL = GraphSpec(
         LaunchArg("output", "runs/real", "run directory; created with missing parents",
                   sets=("evaluator_node.output", "recorder_node.output")),
         RECORD_ARG,
+        *VIEWER_ARGS,
         LaunchArg("resume", "true", "skip trials already in the output's results.jsonl",
                   type="bool", sets=("evaluator_node.resume",)),
         LaunchArg("policy", "hold", "policy backend (hold: keep the arms still)",
@@ -364,7 +379,14 @@ TRUE_WORDS = ("true", "True", "TRUE", "1", "yes")
 
 def node_enabled(graph: GraphSpec, node: NodeSpec, values: dict[str, str]) -> bool:
     """False for an optional node whose `enabled_by` argument is not true (e.g. the recorder
-    without record:=true)."""
+    without record:=true), or not one of its `enabled_when` values (the viewer without
+    viewer:=foxglove); ValueError for a value that is neither off nor one of those."""
     if node.enabled_by is None:
         return True
-    return values.get(node.enabled_by, graph.arg(node.enabled_by).default) in TRUE_WORDS
+    value = values.get(node.enabled_by, graph.arg(node.enabled_by).default)
+    if node.enabled_when is None:
+        return value in TRUE_WORDS
+    if value not in ("", *node.enabled_when):
+        raise ValueError(f"argument {node.enabled_by!r} must be one of "
+                         f"{['', *node.enabled_when]}, got {value!r}")
+    return value in node.enabled_when

@@ -57,9 +57,10 @@ def graph_node(graph, spec, params_file, extra=None, condition=None):
 
 def node_condition(role, spec):
     """When a node of the graph's own list runs: a replaced node only for the role's default,
-    an optional node only when its argument is true (e.g. the recorder with record:=true)."""
+    an optional node only when its argument is true (the recorder with record:=true) or one
+    of its `enabled_when` values (the viewer with viewer:=foxglove)."""
     if spec.enabled_by is not None:
-        return ArgumentIn(spec.enabled_by, TRUE_WORDS)
+        return ArgumentIn(spec.enabled_by, spec.enabled_when or TRUE_WORDS)
     if role and spec.name in role.replaces:
         return ArgumentIn(role.arg, [role.default])
     return None
