@@ -4,7 +4,7 @@ It subscribes to every topic of ``contract.recorded_topics()`` in serialized for
 deserialisation cost) and hands the bytes to ``bags.EpisodeBags``. The evaluator's episode
 control opens and closes the bags:
 
-* ``begin``: a new bag opens; the messages held since the previous episode closed (the
+* ``begin``: a new bag opens; the messages held in the last HELD_WINDOW_S before it (the
   instruction sent just before ``begin``, a reset status that overtook it) go in first; the
   node answers ``recording`` on its status topic, and the evaluator starts the episode only
   after that, so no observation of the episode can miss the bag;
@@ -31,7 +31,8 @@ from vla_bridge.ros import messages
 
 QUIET_S = 0.05  # an ending bag closes after this long without a message...
 MAX_DRAIN_S = 2.0  # ...or after this long at most
-HELD_LIMIT = 2000  # messages held between episodes (older ones are dropped)
+HELD_LIMIT = 500  # messages held between episodes...
+HELD_WINDOW_S = 2.0  # ...and only those of the last 2 s: what was sent for the next episode
 
 
 def message_class(type_name: str):
@@ -72,8 +73,13 @@ class RecorderNode(Node):
         return handle
 
     def hold(self, topic: str, stamp_ns: int, raw: bytes) -> None:
+        """Keep a message that arrived between episodes; the next bag starts with the recent
+        ones (e.g. the instruction sent just before `begin`), not with a calibration's worth
+        of camera frames."""
         self.held.append((topic, stamp_ns, raw))
-        del self.held[:-HELD_LIMIT]
+        oldest = stamp_ns - int(HELD_WINDOW_S * 1e9)
+        while self.held and (self.held[0][1] < oldest or len(self.held) > HELD_LIMIT):
+            self.held.pop(0)
 
     def on_control(self, raw: bytes, stamp_ns: int) -> None:
         try:
