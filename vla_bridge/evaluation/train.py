@@ -67,6 +67,7 @@ def _video_frames(meta, key: str, width: int, height: int) -> list[np.ndarray]:
 
     frames: list[np.ndarray] = []
     decoded: dict[str, list[tuple[float, np.ndarray]]] = {}
+    times_of: dict[str, np.ndarray] = {}
     for ep in range(meta.total_episodes):
         path = str(meta.root / meta.get_video_file_path(ep, key))
         if path not in decoded:
@@ -75,13 +76,20 @@ def _video_frames(meta, key: str, width: int, height: int) -> list[np.ndarray]:
                 decoded[path] = [(float(f.pts * stream.time_base),
                                   _small(f.to_ndarray(format="rgb24"), width, height))
                                  for f in container.decode(stream)]
+            decoded[path].sort(key=lambda tf: tf[0])
+            times_of[path] = np.array([t for t, _ in decoded[path]])
         start = float(meta.episodes[ep][f"videos/{key}/from_timestamp"])
         length = int(meta.episodes[ep]["length"])
-        times = np.array([t for t, _ in decoded[path]])
-        for k in range(length):
-            i = int(np.argmin(np.abs(times - (start + k / meta.fps))))
-            frames.append(decoded[path][i][1])
+        frames += [decoded[path][i][1] for i in
+                   _nearest(times_of[path], start + np.arange(length) / meta.fps)]
     return frames
+
+
+def _nearest(times: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Index of the decoded frame nearest to each wanted time (`times` ascending)."""
+    right = np.clip(np.searchsorted(times, wanted), 1, len(times) - 1)
+    left = right - 1
+    return np.where(np.abs(times[left] - wanted) <= np.abs(times[right] - wanted), left, right)
 
 
 def chunk_targets(actions: np.ndarray, fps: int, chunk: int,
