@@ -89,9 +89,13 @@ def run_demo(session, task: TrainingTask, seed: int, instruction: str, fps: int)
     """(EpisodeFrames, facts) of a complete demonstration, or (None, why it is not kept)."""
     from vla_bridge.evaluation.direct import run_episode_direct
     from vla_bridge.policy_nodes.oracle import OraclePolicy
+    from vla_bridge.policy_nodes.oracle.primitives import PlanningError
 
-    record, score = run_episode_direct(session, OraclePolicy(), task.spec, seed, images=False,
-                                       instruction=instruction)
+    try:
+        record, score = run_episode_direct(session, OraclePolicy(), task.spec, seed,
+                                           images=False, instruction=instruction)
+    except PlanningError as exc:  # this seed's jitter put a target out of reach: next seed
+        return None, f"the oracle could not plan: {exc}"
     if not score.complete:
         return None, f"not complete (IS {score.intent_score:.2f}, ES {score.exec_score:.2f})"
     done = score.flags.get("home_t") or score.flags.get("tc") or record.n - 1
