@@ -229,9 +229,10 @@ def test_fake_piper_pair_runs_and_scores_episodes_through_the_sim_graph(recordin
                     f"{hidden['status']} {hidden['error']}\n{log[-5000:]}")
     # scored by the stage scorer from the tracker's frames: hold never lifts the block
     assert ok["status"] == "ok" and ok["policy_calls"] == 2, ok
-    # 2 chunks of 10 x 0.06 s at the robot's 50 Hz, plus the first (~60 frames); on a loaded
-    # machine a late policy heartbeat can cut one chunk short (docs/real_hardware.md)
-    assert ok["frames"] >= 20
+    # the tracker records a frame per PiPER joint state: ~30 over 2 chunks of 10 x 0.06 s on
+    # an idle machine, fewer when the machine is loaded (the node's timers run late), so
+    # this only checks that frames arrived throughout; rates belong to the benchmarks
+    assert ok["frames"] >= 10
     assert ok["intent_score"] == 0.0 and not ok["complete"]
     # the fake arms start at home with open grippers, and hold keeps them open: no grasp
     assert ok["flags"]["closest_at_grasp"] is None
