@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from piper_node_harness import shut_down
 from graph_runs import wait_until
 import yaml
 
@@ -424,14 +425,7 @@ def test_node_executes_a_chunk_and_the_estop_service_stops_it(ros_context, capsy
         assert wait_until(lambda: node.safety["right"].latched, timeout=5.0)
         assert "no feedback" in node.safety["right"].latch_reason
     finally:
-        node.close()  # stops the timers and the arm first, then the executor
-        executor.remove_node(helper)
-        executor.remove_node(node)
-        time.sleep(0.05)  # let callbacks in flight finish (rclpy destroys its guard early)
-        executor.shutdown(timeout_sec=5.0)
-        spinner.join(timeout=5.0)
-        node.destroy_node()
-        helper.destroy_node()
+        shut_down(node, helper, executor, spinner)
     assert not fake.running
     assert fake.frames("motor_enable")[-1].fields["enable_flag"] == 0x01  # disabled on close
 
@@ -501,11 +495,4 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
             sent = [c[1] for c in node.fakes[arm].joint_commands()]
             assert min(abs(v - target[j]) for v in sent) < 1e-4, (arm, sent[-5:])
     finally:
-        node.close()
-        executor.remove_node(helper)
-        executor.remove_node(node)
-        time.sleep(0.05)
-        executor.shutdown(timeout_sec=5.0)
-        spinner.join(timeout=5.0)
-        node.destroy_node()
-        helper.destroy_node()
+        shut_down(node, helper, executor, spinner)

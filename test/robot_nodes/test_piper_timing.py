@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from piper_node_harness import shut_down
 from graph_runs import wait_until
 
 from vla_bridge import contract as C
@@ -245,11 +246,4 @@ def test_dead_policy_holds_the_arm_within_200_ms_mid_chunk(ros_global, capsys):
         assert 0.0 < latency < 0.2 + 0.1  # 200 ms, plus a margin for this shared machine
         assert node.player is None and node.safety["right"].holding
     finally:
-        node.close()
-        executor.remove_node(helper)
-        executor.remove_node(node)
-        time.sleep(0.05)
-        executor.shutdown(timeout_sec=5.0)
-        spinner.join(timeout=5.0)
-        node.destroy_node()
-        helper.destroy_node()
+        shut_down(node, helper, executor, spinner)

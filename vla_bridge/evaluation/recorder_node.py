@@ -17,7 +17,6 @@ messages' own header stamps carry the sim time.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import time
 
@@ -35,12 +34,6 @@ HELD_LIMIT = 500  # messages held between episodes...
 HELD_WINDOW_S = 2.0  # ...and only those of the last 2 s: what was sent for the next episode
 
 
-def message_class(type_name: str):
-    """The Python class of "pkg/msg/Type"."""
-    package, _, name = type_name.split("/")
-    return getattr(importlib.import_module(f"{package}.msg"), name)
-
-
 class RecorderNode(Node):
     def __init__(self):
         super().__init__("recorder_node")
@@ -54,7 +47,7 @@ class RecorderNode(Node):
         self.pub_status = self.create_publisher(String, C.TOPIC_RECORDER_STATUS, q(C.QOS_EVENTS))
         for topic, type_name in C.recorded_topics().items():
             qos = C.QOS_LATCHED if topic in C.LATCHED_TOPICS else C.QOS_STATE
-            self.create_subscription(message_class(type_name), topic,
+            self.create_subscription(messages.message_class(type_name), topic,
                                      self._on_message(topic), q(qos), raw=True)
         self.create_timer(0.02, self.close_when_quiet)
         self.get_logger().info(f"recording {len(C.recorded_topics())} topics into "

@@ -27,7 +27,6 @@ from rclpy.node import Node
 
 from vla_bridge.evaluation.foxglove_channels import (MESSAGE_ENCODING, SCHEMA_ENCODING, Throttle,
                                                      ViewedTopic, ros2msg_schema, viewed_topics)
-from vla_bridge.evaluation.recorder_node import message_class
 from vla_bridge.ros import messages
 
 DEFAULT_HOST = "127.0.0.1"
@@ -89,7 +88,7 @@ class ViewerNode(Node):
         if watched and fwd.subscription is None:
             v = fwd.viewed
             fwd.subscription = self.create_subscription(
-                message_class(v.type_name), v.topic, self._on_message(fwd),
+                messages.message_class(v.type_name), v.topic, self._on_message(fwd),
                 messages.qos_profile(v.qos), raw=True)
         elif not watched and fwd.subscription is not None:
             self.destroy_subscription(fwd.subscription)

@@ -419,6 +419,13 @@ def _object_from_marker(marker: Marker, pos: np.ndarray, quat: np.ndarray) -> Ob
 # ------------------------------------------------------------------------------ JSON
 
 
+def message_class(type_name: str):
+    """The Python class of a ROS 2 message type named "pkg/msg/Type"."""
+    from importlib import import_module
+    package, _, name = type_name.split("/")
+    return getattr(import_module(f"{package}.msg"), name)
+
+
 def json_msg(payload: dict) -> String:
     """std_msgs/String carrying a JSON object (episode control/status)."""
     if not isinstance(payload, dict):
