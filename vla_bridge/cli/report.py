@@ -2,7 +2,11 @@
 
 Each call adds its flags to the sections the run's report already has (report.json keeps
 them: evaluation.report.memory), so `--paper --plots --videos 3` then `--compare OTHER`
-gives one report with all four; `--reset` forgets the earlier sections."""
+gives one report with all four; `--reset` forgets the earlier sections.
+
+`vla-bridge report --pair SIM_RUN REAL_RUN [--out DIR]` is the other mode: only the paired
+sim-vs-real statistics of two runs of the same tasks (evaluation.report.paired), written as
+DIR/pair_report.md and pair_report.json (DIR: REAL_RUN by default); no RUN_DIR then."""
 from __future__ import annotations
 
 import argparse
@@ -20,7 +24,14 @@ def _number(value: float | None) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory (holds results.jsonl)")
+    parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default=None,
+                        help="run directory (holds results.jsonl); omit it with --pair")
+    parser.add_argument("--pair", nargs=2, default=None, metavar=("SIM_RUN", "REAL_RUN"),
+                        help="instead of a run's report: paired sim-vs-real statistics of two runs "
+                             "of the same tasks (trials paired by scene, task and round); writes "
+                             "pair_report.md / pair_report.json into --out")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="with --pair: where to write pair_report.md/json (default REAL_RUN)")
     parser.add_argument("--paper", nargs="?", const=DEFAULT_PAPER_MODEL, default=None, metavar="MODEL",
                         help=f"show the paper's Table 1 numbers of MODEL beside ours (default "
                              f"{DEFAULT_PAPER_MODEL}; ASCII spellings like pi05 work)")
@@ -51,8 +62,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE)
 
 
+# flags of the run report that mean nothing to --pair: (attribute, flag, its default)
+_RUN_REPORT_FLAGS = (("paper", "--paper", None), ("plots", "--plots", False),
+                     ("videos", "--videos", 0), ("compare", "--compare", None),
+                     ("reset", "--reset", False), ("keep_idle", "--keep-idle", False),
+                     ("video_view", "--video-view", None))
+
+
+def _mode_error(args: argparse.Namespace) -> str | None:
+    """Why RUN_DIR, --pair and the other flags do not go together (None: they do)."""
+    if args.pair is None:
+        if args.run_dir is None:
+            return "give RUN_DIR, or --pair SIM_RUN REAL_RUN"
+        return "--out goes with --pair only" if args.out is not None else None
+    if args.run_dir is not None:
+        return "give either RUN_DIR or --pair SIM_RUN REAL_RUN, not both"
+    extra = [flag for attr, flag, default in _RUN_REPORT_FLAGS if getattr(args, attr) != default]
+    return f"--pair runs only the paired analysis; drop {', '.join(extra)}" if extra else None
+
+
+def _run_pair(args: argparse.Namespace) -> int:
+    """The paired sim-vs-real report. Exit 0: written; 2: bad input or unwritable --out."""
+    from vla_bridge.evaluation.report.paired import (build_paired_report, format_paired_console,
+                                                     write_paired_report)
+    sim_run, real_run = args.pair
+    if not 0 < args.confidence < 1:
+        print("error: 0 < --confidence < 1", file=sys.stderr)
+        return 2
+    try:
+        report = build_paired_report(sim_run, real_run, args.confidence)
+        md, js = write_paired_report(report, args.out or real_run)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot write the pair report: {exc.strerror or exc} "
+              f"({exc.filename or args.out or real_run})", file=sys.stderr)
+        return 2
+    print(format_paired_console(report))
+    print(f"wrote {md} and {js}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0: report written; 1: written, but a requested plot/video failed; 2: bad input."""
+    problem = _mode_error(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.pair is not None:
+        return _run_pair(args)
     if args.videos < 0 or args.video_stride < 1 or args.bootstrap < 1 or not 0 < args.confidence < 1:
         print("error: --videos >= 0, --video-stride >= 1, --bootstrap >= 1 and 0 < --confidence < 1",
               file=sys.stderr)
