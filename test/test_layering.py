@@ -8,7 +8,7 @@ Layers, bottom-up (each package's __init__ docstring says the same):
     benchmarks   RoboFollow, INT-ACT, LIBERO-VIFO: pure logic                    (+ embodiment)
     nodes        sim_nodes, policy_nodes, robot_nodes                           (+ ros, benchmarks)
     evaluation   run directory, evaluator node, reports, VQA runner, pilot      (+ nodes)
-    tools        cli, bench                                                     (anything)
+    tools        cli, bench, campaign (Ray orchestration of whole graphs)      (anything)
 
 ROS client libraries and message packages are imported only by `ros/`, node modules
 (`*_node.py`), `bench/` and the few ROS shells listed in ROS_SHELLS; everything else is pure
@@ -54,7 +54,8 @@ def layer_of(module: str) -> str | None:
     if ".".join(parts[:2]) in NODE_PACKAGES:
         return "nodes"
     return {"embodiment": "embodiment", "ros": "ros", "benchmarks": "benchmarks",
-            "evaluation": "evaluation", "cli": "tools", "bench": "tools"}.get(parts[1], "unknown")
+            "evaluation": "evaluation", "cli": "tools", "bench": "tools",
+            "campaign": "tools"}.get(parts[1], "unknown")
 
 
 def source_files(root: Path):

@@ -51,6 +51,8 @@ def _register_module(name: str, help_text: str) -> None:
 
 
 _register_module("launch", "run a node graph (e.g. robofollow_sim) as separate processes")
+_register_module("campaign", "shard a run's trials over Ray workers, each with its own node "
+                             "graph (local Ray on demand, or --ray-address)")
 _register_module("tasks", "list, filter and dry-run the RoboFollow evaluation suites")
 _register_module("bench", "benchmarks that print figures (overhead of the node graph)")
 _register_module("report", "tables with 95% intervals, paper numbers, plots and replay videos of a run")

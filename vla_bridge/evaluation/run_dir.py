@@ -193,6 +193,11 @@ class RunDirectory:
             run.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             self._write_json(self.run_path, run)
 
+    def update_info(self, **fields) -> None:
+        """Add or replace fields of run.json (atomically)."""
+        with self._writing("write run.json"):
+            self._write_json(self.run_path, {**self.info(), **fields})
+
     @staticmethod
     def _write_json(path: Path, payload: dict) -> None:
         tmp = path.with_suffix(".tmp")
