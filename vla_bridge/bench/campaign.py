@@ -21,21 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from vla_bridge.bench.graph import sample_tasks
 from vla_bridge.evaluation.run_dir import read_jsonl
-
-
-def sample_tasks(per_level: int) -> list[str]:
-    """`per_level` tasks of every scene and level the oracle plans, spread over each list."""
-    from vla_bridge.benchmarks.robofollow.tasks import load_suite
-    from vla_bridge.policy_nodes.oracle import PLANNERS
-    suite = load_suite()
-    ids = []
-    for scene in sorted(PLANNERS):
-        for level in ("L0", "L1", "L2", "L3"):
-            tasks = suite.eval_tasks(scenes=[scene], levels=[level])
-            step = max(1, len(tasks) // per_level)
-            ids += [t.id for t in tasks[::step][:per_level]]
-    return ids
 
 
 def run_campaign_cli(out: Path, tasks: list[str], rounds: int, workers: int, *extra: str,

@@ -108,17 +108,23 @@ def recording(task_id: str, episodes: int) -> int:
     return 0
 
 
-def throughput(per_level: int) -> int:
-    from vla_bridge.policy_nodes.oracle import PLANNERS
+def sample_tasks(per_level: int) -> list[str]:
+    """`per_level` tasks of every scene and level the oracle plans, spread over each list."""
     from vla_bridge.benchmarks.robofollow.tasks import load_suite
-
+    from vla_bridge.policy_nodes.oracle import PLANNERS
     suite = load_suite()
-    sample = []
+    ids = []
     for scene in sorted(PLANNERS):
         for level in ("L0", "L1", "L2", "L3"):
             tasks = suite.eval_tasks(scenes=[scene], levels=[level])
             step = max(1, len(tasks) // per_level)
-            sample += [t.id for t in tasks[::step][:per_level]]
+            ids += [t.id for t in tasks[::step][:per_level]]
+    return ids
+
+
+def throughput(per_level: int) -> int:
+    from vla_bridge.policy_nodes.oracle import PLANNERS
+    sample = sample_tasks(per_level)
     print(f"throughput: {len(sample)} oracle trials through the node graph "
           f"(scenes {', '.join(sorted(PLANNERS))})")
     t0 = time.perf_counter()
