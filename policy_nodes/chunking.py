@@ -23,7 +23,15 @@ Three modes, composable (``ChunkScheduler``):
   1. ``d`` = control steps that passed while predicting: ``latest tick seen - s`` (the node
      hears ``joint_states`` of every tick while its worker thread predicts), plus one step
      of transport margin when ``d > 0``. In lock-step the sim waits for the chunk, so no
-     tick arrives, ``d = 0`` always and the run stays deterministic.
+     tick arrives, ``d = 0`` always and the run stays deterministic. Under charged latency
+     (the sim's ``latency:=charged``, lock-step) no tick arrives either, but the sim will
+     run ``contract.charged_ticks(L)`` ticks of the previous plan before this chunk takes
+     over, so the runner is told: ``d`` is that (no margin: the sim charges exactly that),
+     L being the call's entry of the begin message's ``charged_latency_ms``, or for
+     "measured" this node's own time from the observation to the prediction (the sim
+     measures a little more, transport included, so the two may differ by a tick). It is
+     what the node would know after predicting on real hardware (the ticks it heard), never
+     more: the splice keeps starting where the robot really is;
   2. steps ``s+1 .. s+d`` keep ``P`` (they are being executed, or already were: the sim
      drops actions whose time has passed);
   3. from ``s0 = s + 1 + d`` the output follows ``N`` plus the disagreement
@@ -145,11 +153,14 @@ class ChunkScheduler:
         return out, info
 
     def process(self, raw: np.ndarray, stamp: float, latest_tick: float | None = None,
-                state: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+                state: np.ndarray | None = None,
+                delay: int | None = None) -> tuple[np.ndarray, dict]:
         """The chunk to publish for a raw prediction answering the observation at ``stamp``.
         ``latest_tick``: stamp of the newest tick heard when the prediction finished
         (async only; None or <= stamp means no time passed, as in lock-step); ``state``:
-        the observed joints (async: the plan the first chunk is spliced onto)."""
+        the observed joints (async: the plan the first chunk is spliced onto); ``delay``:
+        the splice delay in steps when it is known (charged latency), instead of
+        ``latest_tick``'s estimate."""
         raw = np.asarray(raw, dtype=float)
         s = self.step_of(stamp)
         if self.async_splice and self._plan is None and state is not None:
@@ -158,14 +169,19 @@ class ChunkScheduler:
         if self.temporal_ensemble:
             chunk = self.ensemble(raw, s + 1)
         if self.async_splice:
-            delay = 0
-            if latest_tick is not None:
-                delay = max(0, self.step_of(latest_tick) - s)
-                delay = delay + 1 if delay else 0  # transport margin, only when time passed
+            if delay is None:
+                delay = self.heard_delay(s, latest_tick)
             chunk, info = self.splice(chunk, s + 1, delay)
         if self.action_horizon:
             chunk = chunk[: self.action_horizon]
         return chunk, info
+
+    def heard_delay(self, s: int, latest_tick: float | None) -> int:
+        """Splice delay from the ticks heard while predicting (step 1 of the splice rule)."""
+        if latest_tick is None:
+            return 0
+        delay = max(0, self.step_of(latest_tick) - s)
+        return delay + 1 if delay else 0  # transport margin, only when time passed
 
 
 # ---------------------------------------------------------------------- the node's hook
@@ -195,6 +211,7 @@ class ChunkRunner:
         self.policy_lock = threading.RLock()  # predict and reset never overlap
         self.calls = 0
         self.latest_tick: float | None = None
+        self.charged = None  # the episode's charged latency (begin's charged_latency_ms)
         self._episode = None
         self._cv = threading.Condition()
         self._pending = None
@@ -205,14 +222,16 @@ class ChunkRunner:
             self._worker.start()
 
     # ------------------------------------------------------------------ episode
-    def begin_episode(self, episode, prepare: Callable[[], None]) -> None:
-        """Run ``prepare`` (policy reset + instruction) with no prediction in flight."""
+    def begin_episode(self, episode, prepare: Callable[[], None], charged=None) -> None:
+        """Run ``prepare`` (policy reset + instruction) with no prediction in flight;
+        ``charged``: the episode's charged latency (ms per call, "measured" or None)."""
         with self._cv:
             self._pending = None
         with self.policy_lock:
             self._episode = episode
             self.calls = 0
             self.latest_tick = None
+            self.charged = charged
             self.scheduler.reset()
             prepare()
 
@@ -255,8 +274,10 @@ class ChunkRunner:
                 raw = self.policy.predict(obs)
                 t1 = time.perf_counter()
                 raw = C.validate_chunk(raw)
+                delay = self.charged_delay(preprocess_s + time.perf_counter() - queued_at)
                 chunk, info = self.scheduler.process(
-                    raw, obs.stamp, self.latest_tick if self.async_inference else None, obs.state)
+                    raw, obs.stamp, self.latest_tick if self.async_inference else None, obs.state,
+                    delay)
             except Exception as exc:  # noqa: BLE001 - report to the evaluator, keep serving
                 self.log_error(f"policy failed: {exc}")
                 self.status(C.STATUS_ERROR, message=f"policy failed: {exc}")
@@ -268,6 +289,19 @@ class ChunkRunner:
             self.status(C.STATUS_PREDICTED, call=self.calls, horizon=int(len(chunk)),
                         **self.timing(preprocess_s, t0 - queued_at, t1 - t0, t2 - t1, t3 - t2),
                         **({"splice": info} if info else {}))
+
+    def charged_delay(self, elapsed_s: float) -> int | None:
+        """The async splice's delay under charged latency: the ticks the sim charges this
+        call (module doc, splice step 1); None when not async or no latency is charged."""
+        if not self.async_inference or self.charged is None:
+            return None
+        if self.charged == C.CHARGED_MEASURED:
+            latency_ms = elapsed_s * 1e3
+        elif self.calls < len(self.charged):
+            latency_ms = self.charged[self.calls]
+        else:
+            return None
+        return C.charged_ticks(latency_ms, self.scheduler.dt)
 
     def timing(self, preprocess_s: float, queue_s: float, predict_s: float, post_s: float,
                publish_s: float) -> dict:

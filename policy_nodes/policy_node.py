@@ -106,7 +106,8 @@ class PolicyNode(Node):
                 extra["cue_task"] = ctl["cue_task"]
             self.policy.set_instruction(ctl["instruction"], task, **extra)
         try:
-            self.chunking.begin_episode(ctl["episode"], prepare)
+            self.chunking.begin_episode(ctl["episode"], prepare,
+                                        charged=ctl.get("charged_latency_ms"))
         except Exception as exc:
             self.status(C.STATUS_ERROR, message=f"policy reset failed: {exc}")
             return

@@ -2,6 +2,16 @@
 execution under the policy-call budget. The sim node and the in-process runner both use it,
 so the node graph and the direct run execute exactly the same steps.
 
+Charged latency (``execute_charged``, the sim's ``latency:=charged``): still lock-step (the
+world waits for each chunk, so a seed gives the same episode), but a call's latency L is
+charged in sim time. The chunk answering the observation at tick s takes over at tick
+s + d, d = contract.charged_ticks(L, dt); ticks s+1 .. s+d execute what is left of the
+previous chunk (`queue`), then hold the last command; the new chunk's actions due by then
+(k < d) are dropped, as real time drops late actions. After ``period`` ticks of the new
+chunk the caller observes again, and the chunk's rest becomes the queue of the next call's
+charged ticks (period None, or the budget's last call: the chunk runs to its end). Latency 0
+with period None is plain lock-step, tick for tick.
+
 Every target goes through the real arm's limit and step rules (`embodiment.limits`, numbers
 from config/piper_safety.yaml) before it is applied: joints clipped to the arm's ranges (the
 ranges themselves; the real arm's extra margin guards servo overshoot the sim does not have),
@@ -96,6 +106,9 @@ class SimSession:
         self.events: list[LimitEvent] = []
         self._awaiting = None  # stamp of the observation whose answer is not counted yet
         self.sampler: FrameSampler | None = None  # record_fps frames between ticks
+        self.charged = None  # charged latency: ms per call, or contract.CHARGED_MEASURED
+        self.charged_ms: list[float] = []  # what each call was charged
+        self.queue: list[np.ndarray] = []  # charged latency: the last chunk's actions left
 
     def record_frames(self, fps: int, on_frame) -> None:
         """Call `on_frame()` every 1/fps s of sim time, on the physics clock (FrameSampler);
@@ -103,9 +116,16 @@ class SimSession:
         self.sampler = (FrameSampler(fps, self.backend.physics_dt, on_frame) if fps else None)
 
     def begin(self, scene: str, layout: str, seed: int, budget: Budget | None = None,
-              cue_objects=()) -> None:
+              cue_objects=(), charged=None) -> None:
+        """Reset for an episode. ``charged``: None (plain lock-step), a latency in ms per
+        policy call (at least one per call of the budget) or contract.CHARGED_MEASURED."""
+        budget = budget or Budget()
+        check_charged(charged, budget.max_policy_calls)
         self.backend.reset(scene, layout, seed, cue_objects)
-        self.budget = budget or Budget()
+        self.budget = budget
+        self.charged = charged if charged is None or isinstance(charged, str) else list(charged)
+        self.charged_ms = []
+        self.queue = []
         self.calls = 0
         self.ticks = 0
         self.command = home_command()
@@ -158,6 +178,40 @@ class SimSession:
             self.step_action(target)
             yield self.command
 
+    def execute_charged(self, chunk, measured_ms: float | None = None,
+                        period: int | None = None):
+        """Run one policy call's chunk with its latency charged in sim time (module doc):
+        ``measured_ms`` is this call's latency when the session charges what was measured;
+        ``period``: ticks of the chunk before the caller observes again (None: all).
+        Yields after each executed tick, charged ticks included."""
+        if self.done:
+            raise RuntimeError("policy-call budget already spent")
+        actions = contract.validate_chunk(chunk)[: self.budget.max_actions_per_call]
+        delay = contract.charged_ticks(self.charge(measured_ms), self.backend.control_period)
+        self.calls += 1
+        self._awaiting = None  # this chunk answered the observation
+        for _ in range(delay):  # the policy is still thinking: the robot goes on
+            self.step_action(self.queue.pop(0) if self.queue else self.command)
+            yield self.command
+        self.queue = list(actions[delay:])  # the newest chunk wins; late actions dropped
+        run = len(self.queue) if period is None or self.done else min(period, len(self.queue))
+        for _ in range(run):
+            self.step_action(self.queue.pop(0))
+            yield self.command
+
+    def charge(self, measured_ms: float | None) -> float:
+        """The latency charged to the call being answered (ms, kept in ``charged_ms``)."""
+        if self.charged is None:
+            raise RuntimeError("this episode charges no latency (begin's charged is None)")
+        if self.charged == contract.CHARGED_MEASURED:
+            if measured_ms is None:
+                raise ValueError("measured charged latency needs the call's measured_ms")
+            latency = round(float(measured_ms), 3)  # as recorded, so a replay is exact
+        else:
+            latency = float(self.charged[self.calls])
+        self.charged_ms.append(latency)
+        return latency
+
     def step_action(self, target) -> None:
         """Apply one absolute joint target, within the limits, and advance one control period."""
         command = self.enforce_limits(target)
@@ -189,3 +243,11 @@ class SimSession:
     def max_ticks(self) -> int:
         """Episode length in ticks when the sim runs in real time (same frame count as lock-step)."""
         return self.budget.max_policy_calls * self.budget.max_actions_per_call
+
+
+def check_charged(charged, calls: int) -> None:
+    """ValueError unless ``charged`` is None, "measured", or >= ``calls`` latencies >= 0 ms."""
+    contract.check_charged_latency(charged)
+    if charged is not None and charged != contract.CHARGED_MEASURED and len(charged) < calls:
+        raise ValueError(f"charged latency: {len(charged)} latencies for a budget of {calls} "
+                         "policy calls")

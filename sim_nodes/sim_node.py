@@ -13,6 +13,15 @@ actions whose time has already passed dropped (action k of a chunk is due at the
 observation's stamp + (k + 1) * control_period). Use it to study latency; it is not
 deterministic.
 
+Charged latency (lock-step, a begin message with `charged_latency_ms`, the evaluator's
+`latency:=charged`): still lock-step and deterministic, but each chunk's latency is charged
+in sim time (`SimSession.execute_charged`): while the policy "thinks" the robot executes the
+rest of the previous chunk (or holds), the new chunk's late actions are dropped, and the next
+observation goes out after `observation_period` ticks of the new chunk (0: when it is used
+up, as plain lock-step). The latency per call comes from the begin message (a list of ms) or,
+with "measured", is the wall-clock wait from the observation to its chunk; the done status
+reports what each call was charged.
+
 Dense frames (`record_fps` > 0, for datasets): every 1/record_fps s of sim time, on the
 physics clock between control ticks (`session.FrameSampler`), the node publishes every camera,
 the measured joints and the executed target on the contract's /vla_bridge/record/* topics.
@@ -37,6 +46,7 @@ from vla_bridge.ros import messages
 from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
 BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_control)
+REAL_TIME_OBSERVATION_PERIOD = 10  # observation_period 0 in real time
 BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend"}
 
 
@@ -53,9 +63,11 @@ class SimNode(Node):
         p = self._declare({"backend": "mujoco", "lock_step": True, "control_period": 0.06,
                            "image_width": C.IMAGE_WIDTH, "image_height": C.IMAGE_HEIGHT,
                            "image_every_tick": False, "scene": "scene1",
-                           "observation_period": 10, "record_fps": 0})
+                           "observation_period": 0, "record_fps": 0})
         self.lock_step = bool(p["lock_step"])
-        self.observation_period = max(1, int(p["observation_period"]))
+        period = max(0, int(p["observation_period"]))  # 0: the mode's own default
+        self.observation_period = period or REAL_TIME_OBSERVATION_PERIOD  # real time
+        self.charged_period = period or None  # charged latency; None: when the chunk is used up
         self.dt = float(p["control_period"])
         backend = make_backend(p["backend"], control_period=p["control_period"],
                                width=p["image_width"], height=p["image_height"])
@@ -138,9 +150,13 @@ class SimNode(Node):
         worked (an unknown scene or layout leaves the running episode as it was)."""
         task = ctl["task"]
         budget = Budget(ctl.get("max_policy_calls", 10), ctl.get("max_actions_per_call", 50))
+        charged = ctl.get("charged_latency_ms")
+        if charged is not None and not self.lock_step:
+            raise ValueError("charged latency needs the lock-step sim (lock_step:=true); real "
+                             "time already pays the policy's latency on the wall clock")
         offset = self.now() + 1.0  # a clear gap between episodes on /clock
         self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
-                           cue_objects=self.scene_cues(ctl))
+                           cue_objects=self.scene_cues(ctl), charged=charged)
         self.clock_offset = offset
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
@@ -256,10 +272,11 @@ class SimNode(Node):
             return
         self.pending_stamp_ns = None
         timing = self.timing
-        timing["wait_s"] += time.perf_counter() - self.observed_at
+        waited = time.perf_counter() - self.observed_at
+        timing["wait_s"] += waited
         t0 = time.perf_counter()
         self.refresh_listeners()
-        for _ in self.session.execute(chunk):
+        for _ in self.steps(chunk, waited):
             t1 = time.perf_counter()
             self.publish_tick()
             timing["publish_s"] += time.perf_counter() - t1
@@ -271,10 +288,25 @@ class SimNode(Node):
             timing["step_s"] -= timing["publish_s"]
             self.status(C.STATUS_DONE, ticks=self.session.ticks, calls=self.session.calls,
                         reason="policy-call budget spent",
-                        timing={k: round(v, 4) for k, v in timing.items()})
+                        timing={k: round(v, 4) for k, v in timing.items()},
+                        **self.charged_fields())
         else:
             self.publish_observation()
 
+    def steps(self, chunk, waited_s: float):
+        """The session's ticks for a lock-step chunk: plain, or with its latency charged (the
+        wall-clock wait counts when the episode charges what was measured)."""
+        if self.session.charged is None:
+            return self.session.execute(chunk)
+        return self.session.execute_charged(chunk, measured_ms=waited_s * 1e3,
+                                            period=self.charged_period)
+
+    def charged_fields(self) -> dict:
+        """The done status' record of charged latency (none when the episode charges none)."""
+        if self.session.charged is None:
+            return {}
+        return {"charged_latency_ms": list(self.session.charged_ms),
+                "observation_period": self.charged_period or 0}
 
     def log_limit_events(self) -> None:
         """One warning for the targets the session clamped to the arm's limits since the last."""

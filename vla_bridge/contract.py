@@ -35,9 +35,15 @@ Conventions
   one message per executed chunk, real time one per tick: flat rows keep the bridge cheap.
 * Episode control (evaluator <-> sim/robot/policy) uses ``std_msgs/String`` carrying JSON,
   so the graph needs no custom interface package.
+* Charged latency (sim, ``latency:=charged``): the chunk answering the observation at tick
+  ``s`` with a charged latency of ``L`` ms takes over at tick ``s + charged_ticks(L, dt)``;
+  until then the robot keeps executing the previous chunk (or holds), and the new chunk's
+  actions due by then (``k < charged_ticks(L, dt)``) are dropped, as late actions are in
+  real time. The sim and an async policy node both use ``charged_ticks``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,13 +177,17 @@ WORLD_NS_TCP = "tcp"
 # -------------------------------------------------------------------- episode control
 # JSON messages on TOPIC_EPISODE_CONTROL ("kind" field):
 #   {"kind": "begin", "episode": str, "task": {...}, "seed": int, "instruction": str,
-#    "max_policy_calls": int, "max_actions_per_call": int}
+#    "max_policy_calls": int, "max_actions_per_call": int,
+#    "charged_latency_ms": [float, ...] | "measured"}   (optional: charged latency, sim only;
+#        one value per policy call in ms, or the sim's own wall-clock wait for each chunk)
 #   {"kind": "start", "episode": str}   (sim publishes its first observation)
 #   {"kind": "end", "episode": str}
 # JSON messages on TOPIC_EPISODE_STATUS ("kind" field):
 #   {"kind": "ready", "episode": str, "tick": 0, "stamp": float}   (sim: reset done)
 #   {"kind": "chunk_done", "episode": str, "tick": int, "calls": int}
-#   {"kind": "done", "episode": str, "ticks": int, "calls": int, "reason": str}
+#   {"kind": "done", "episode": str, "ticks": int, "calls": int, "reason": str,
+#    "charged_latency_ms": [float, ...], "observation_period": int}   (charged latency: what
+#        each call was charged, and the sim's observation period, 0 = when a chunk is used up)
 #   {"kind": "error", "episode": str, "message": str}
 # JSON messages on TOPIC_POLICY_STATUS ("kind" field):
 #   {"kind": "ready", "episode": str}   (policy reset and instructed)
@@ -191,6 +201,12 @@ STATUS_CHUNK_DONE = "chunk_done"
 STATUS_DONE = "done"
 STATUS_ERROR = "error"
 STATUS_PREDICTED = "predicted"
+
+
+def charged_ticks(latency_ms: float, dt: float) -> int:
+    """Control ticks a policy call of ``latency_ms`` occupies: ``ceil(L / dt)`` (an exact
+    multiple of the period is that many ticks, 0 ms is none)."""
+    return max(0, math.ceil(float(latency_ms) / (1000.0 * dt) - 1e-9))
 
 
 def validate_chunk(chunk, dim: int | None = None) -> np.ndarray:
@@ -215,7 +231,8 @@ BEGIN_FIELDS = {"task": (dict,), "seed": (int,), "instruction": (str,),
                 "max_policy_calls": (int,), "max_actions_per_call": (int,),
                 "cue_protocol": _OPTIONAL_STR, "cue_task": (dict, type(None)),
                 "cue_family": _OPTIONAL_STR, "cue_variant": _OPTIONAL_STR,
-                "cue_placement": _OPTIONAL_STR}
+                "cue_placement": _OPTIONAL_STR, "charged_latency_ms": (list, str, type(None))}
+CHARGED_MEASURED = "measured"  # charged_latency_ms: the sim's wall-clock wait for each chunk
 BEGIN_MINIMUM = {"seed": 0, "max_policy_calls": 1, "max_actions_per_call": 1}
 #: per status source: its kinds and the fields each must carry (beyond kind and episode)
 STATUS_KINDS = {
@@ -226,7 +243,8 @@ STATUS_KINDS = {
 #: status fields checked when present
 STATUS_FIELDS = {"message": (str,), "reason": (str,), "timing": (dict,), "latency_ms": (dict,),
                  "inference_ms": _NUMBER, "overhead_ms": _NUMBER, "tick": (int,),
-                 "calls": (int,), "call": (int,)}
+                 "calls": (int,), "call": (int,), "charged_latency_ms": (list,),
+                 "observation_period": (int,)}
 
 
 def check_control(payload: dict, require=(), task_keys=()) -> dict:
@@ -244,7 +262,22 @@ def check_control(payload: dict, require=(), task_keys=()) -> dict:
                 raise ValueError(f"field {key!r} must be >= {low}, got {payload[key]}")
         _check_fields(payload.get("task") or {}, dict.fromkeys(task_keys, (str,)), task_keys,
                       "task.")
+        check_charged_latency(payload.get("charged_latency_ms"))
     return payload
+
+
+def check_charged_latency(value) -> None:
+    """None, "measured" or a list of finite latencies >= 0 ms (bool is not a number)."""
+    if value is None or value == CHARGED_MEASURED:
+        return
+    if isinstance(value, str):
+        raise ValueError(f"field 'charged_latency_ms' must be a list of ms or "
+                         f"{CHARGED_MEASURED!r}, got {value!r:.80}")
+    bad = [v for v in value if isinstance(v, bool) or not isinstance(v, _NUMBER)
+           or not math.isfinite(v) or v < 0]
+    if bad:
+        raise ValueError(f"field 'charged_latency_ms' must hold finite latencies >= 0 ms, "
+                         f"got {bad[0]!r:.80}")
 
 
 def check_status(payload: dict, source: str) -> dict:

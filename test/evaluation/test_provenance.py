@@ -42,7 +42,7 @@ def test_run_json_records_the_provenance_and_every_row_names_the_policy(session,
         "policy": "oracle", "checkpoint": None, "hardware": "sim",
         "cue": {"protocol": None, "family": None, "variant": None, "placement": None},
         "base_seed": 42, "budget": {"max_policy_calls": 10, "max_actions_per_call": 50},
-        "git_commit": head_commit()}
+        "latency": None, "git_commit": head_commit()}
     assert run_json(tmp_path)["versions"]["vla_bridge"]
     assert [r["policy"] for r in results(tmp_path)] == ["oracle", "oracle"]
 
@@ -116,6 +116,8 @@ def test_the_launch_arguments_tell_the_evaluator_the_policy_and_the_hardware():
      "budget {'max_policy_calls': 10, 'max_actions_per_call': 50} -> "
      "{'max_policy_calls': 5, 'max_actions_per_call': 50}"),
     ({"hardware": "fake_piper"}, "hardware 'sim' -> 'fake_piper'"),
+    ({"latency": "charged", "latency_ms": "100"},
+     "latency None -> {'mode': 'charged', 'latency_ms': '100'}"),
 ])
 def test_a_resume_with_other_settings_is_refused_naming_them(session, tmp_path, changed, message):
     first, _, _, _ = make_run(session, tmp_path)

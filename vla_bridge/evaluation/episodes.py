@@ -3,7 +3,8 @@
 ``SuiteRun.run()`` plans the suite's trials, skips those the run directory already holds
 (resume), waits for the sim and policy nodes, then runs each trial:
 
-1. ``begin``: publish the instruction, send ``begin`` (task, seed, budget, cue fields);
+1. ``begin``: publish the instruction, send ``begin`` (task, seed, budget, cue fields, the
+   subscribers' fields such as the charged latency);
 2. wait for the ``ready`` statuses of the sim (reset) and the policy (instructed);
 3. ``start``; wait for the sim's ``done``, then for every recorded frame;
 4. score the frames, append the results row, print the progress line; ``end``.
@@ -22,7 +23,8 @@ resume into a directory of other such settings is refused, naming what differs.
 
 The node feeds it parsed messages (``on_sim_status``, ``on_policy_status``, ``on_frames``)
 and lends it the graph (``Graph``). ``Subscriber``s hear each episode's start, statuses and
-end, as in openpi's runtime loop: latency collection here, the cue overlay in the node.
+end, as in openpi's runtime loop: latency collection here, the cue overlay and charged
+latency (``charged_latency``) in the node.
 """
 from __future__ import annotations
 
@@ -62,7 +64,10 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
           "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
           # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
           # robot has no simulator, so its ghosts are projected box silhouettes)
-          "cue_render_ghosts": False}
+          "cue_render_ghosts": False,
+          # charged latency (evaluation.charged_latency): "none" or "charged", and where each
+          # call's latency comes from (measured, MS, uniform:LO:HI, normal:MEAN:STD, replay:DIR)
+          "latency": "none", "latency_ms": "measured"}
 
 SPIN_S = 0.05  # how long one Graph.spin() waits for a message
 RESTART_SETTLE_S = 1.0  # after a restarted policy node appears, for its other endpoints
@@ -107,6 +112,11 @@ class Subscriber:
 
     def on_episode_start(self, trial: Trial, cue) -> None:
         """Before ``begin``; ``cue``: the CueSpec to draw into the images (None: none)."""
+
+    def begin_fields(self, trial: Trial) -> dict:
+        """Extra fields of the trial's ``begin`` message; EpisodeFailed fails the trial
+        unrun, with the reason in its row (e.g. a replay that lacks it)."""
+        return {}
 
     def on_status(self, source: str, status: dict) -> None:
         """A status of the running episode from ``source`` ("sim" or "policy")."""
@@ -323,6 +333,9 @@ class SuiteRun:
         """Begin, start and record one episode; (record, the sim's done status)."""
         self.watch_nodes()  # news from between the episodes: no episode to fail yet
         self.await_restarted_policy()
+        extra = {}  # the subscribers' begin fields (may fail the trial before it begins)
+        for subscriber in self.subscribers:
+            extra.update(subscriber.begin_fields(trial))
         episode_id = self.last_episode_id = f"{trial_key(trial)}@{self.clock.time_ns()}"
         episode = self.episode = Episode(episode_id, last_progress=self.clock.monotonic())
         budget = {"max_policy_calls": self.p["max_policy_calls"],
@@ -330,7 +343,7 @@ class SuiteRun:
         task = self.cues.begin_task(trial)  # trial.task unless a cue protocol says otherwise
         self.graph.instruct(instruction)
         self.send(C.CONTROL_BEGIN, task=task.to_dict(), seed=trial.seed,
-                  instruction=instruction, **budget, **self.cues.begin_fields())
+                  instruction=instruction, **budget, **self.cues.begin_fields(), **extra)
         timeout = self.p["episode_timeout"]
         try:
             self.wait_until(lambda: episode.sim_ready and episode.policy_ready

@@ -4,7 +4,8 @@ the node graph and scores them.
 The node declares the run's parameters, publishes the instruction and episode control, and
 hands the run the sim's and the policy's statuses, the recorded frames and, under the
 package's launcher, its news of the node processes (``vla_bridge.ros.node_events``). The
-visual-cue overlay (LIBERO-VIFO) hangs off the run as a subscriber (``CueOverlayHook``).
+visual-cue overlay (LIBERO-VIFO) hangs off the run as a subscriber (``CueOverlayHook``), as
+does charged latency (``charged_latency.ChargedLatency``, with ``latency:=charged``).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from std_msgs.msg import Float64MultiArray, String
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.ros.node_events import NodeEvents
+from vla_bridge.evaluation import charged_latency
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
                                             Subscriber, SuiteRun)
@@ -34,6 +36,7 @@ class EvaluatorNode(Node):
     def __init__(self):
         super().__init__("evaluator_node")
         self.p = {k: self.declare_parameter(k, v).value for k, v in PARAMS.items()}
+        latency = charged_latency.from_params(self.p)  # None: off; ValueError: a bad value
         q = messages.qos_profile
         self.pub_control = self.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
         self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
@@ -41,7 +44,8 @@ class EvaluatorNode(Node):
                       self.p["cue_placement"])
         self.cue_hook = CueOverlayHook(self, cues, self.p["cue_render_ghosts"])
         self.suite = SuiteRun(self.p, self, cues=cues, log=self.get_logger(),
-                              subscribers=[LatencyCollector(), self.cue_hook],
+                              subscribers=[LatencyCollector(), self.cue_hook,
+                                           *([latency] if latency else [])],
                               node_events=NodeEvents.from_env())
         self.create_subscription(String, C.TOPIC_EPISODE_STATUS, self.on_sim_status,
                                  q(C.QOS_EVENTS))

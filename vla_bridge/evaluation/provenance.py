@@ -2,7 +2,8 @@
 
 ``run_provenance`` gathers the settings that give an episode its meaning -- the policy spec
 and a fingerprint of its checkpoint, sim or hardware, the cue protocol, the base seed, the
-budget -- and the project's git commit; run.json records them (``RunDirectory.start``).
+budget, the charged latency -- and the project's git commit; run.json records them
+(``RunDirectory.start``).
 ``resume_differences`` names what a resume would change, so the evaluator can refuse to mix
 two setups in one run directory; ``describe`` is the one-line summary the report prints.
 """
@@ -18,7 +19,7 @@ from vla_bridge.policy_nodes.registry import parse_spec
 #: ``replay?path=RUN``): their files are fingerprinted
 CHECKPOINT_ARGS = ("checkpoint", "path")
 #: the fields a resume must keep (they change what an episode means)
-RESUME_FIELDS = ("policy", "checkpoint", "hardware", "cue", "base_seed", "budget")
+RESUME_FIELDS = ("policy", "checkpoint", "hardware", "cue", "base_seed", "budget", "latency")
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding vla_bridge/
 UNKNOWN = "unknown"
 
@@ -92,8 +93,16 @@ def run_provenance(params: dict, cues) -> dict:
         "base_seed": int(params["base_seed"]),
         "budget": {"max_policy_calls": int(params["max_policy_calls"]),
                    "max_actions_per_call": int(params["max_actions_per_call"])},
+        "latency": latency_of(params),
         "git_commit": git_commit(),
     }
+
+
+def latency_of(params: dict) -> dict | None:
+    """The run's charged latency (evaluation.charged_latency): None when off."""
+    if str(params.get("latency", "none")) != "charged":
+        return None
+    return {"mode": "charged", "latency_ms": str(params.get("latency_ms", "measured"))}
 
 
 def _comparable(name: str, value):
@@ -141,6 +150,8 @@ def describe(provenance: dict | None) -> str:
     if cue.get("protocol"):
         parts.append("cue " + "/".join(str(cue[k]) for k in ("protocol", "family", "variant",
                                                              "placement") if cue.get(k)))
+    if p.get("latency"):
+        parts.append(f"charged latency {p['latency'].get('latency_ms')}")
     parts.append(f"base seed {p.get('base_seed', '?')}")
     if budget:
         parts.append(f"budget {budget.get('max_policy_calls')} calls x "

@@ -141,6 +141,20 @@ ROBOFOLLOW_SIM = GraphSpec(
                   sets=("policy_node.backend", "evaluator_node.policy")),
         LaunchArg("lock_step", "true", "advance the sim only when the action has arrived",
                   type="bool", sets=("sim_node.lock_step",)),
+        LaunchArg("latency", "none",
+                  "none, or charged: still lock-step, but each policy call's latency is charged "
+                  "in sim time (the robot executes the previous chunk, or holds, meanwhile; "
+                  "late actions of the new chunk are dropped)", sets=("evaluator_node.latency",)),
+        LaunchArg("latency_ms", "measured",
+                  "latency:=charged, per call: measured (the sim's wall-clock wait for the "
+                  "chunk), MS (e.g. 100), uniform:LO:HI or normal:MEAN:STD (drawn from the "
+                  "episode's seed), replay:RUN_DIR (the latencies that run's rows recorded)",
+                  sets=("evaluator_node.latency_ms",)),
+        LaunchArg("observation_period", "0",
+                  "real time and latency:=charged: ticks of a chunk before the sim observes "
+                  "again (charged: the rest runs during the next call's charged ticks); 0: real "
+                  "time every 10, charged when the chunk is used up (plain lock-step always)",
+                  type="int", sets=("sim_node.observation_period",)),
         LaunchArg("resume", "true", "skip episodes already in the output's results.jsonl",
                   type="bool", sets=("evaluator_node.resume",)),
         LaunchArg("empty_language", "false", "withhold the instruction (empty-language control)",
