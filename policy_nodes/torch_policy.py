@@ -2,14 +2,18 @@
 
 Image + state + instruction -> action chunk ``[H, 14]``:
 
-* vision: ``cam_high`` downscaled (area) to ``image_width x image_height`` (64 x 48), a
-  4-layer strided CNN (16-32-64-64 channels) and global average pooling -> 64 features;
 * language: a hashed bag of words. The instruction is lower-cased and split on
   non-alphanumerics; each word and each adjacent word pair is hashed with CRC-32 (stable
   across processes, unlike Python's ``hash``) into ``vocab_buckets`` buckets; an
   ``EmbeddingBag`` (mean) gives ``text_dim`` features. An empty instruction embeds to 0;
+* vision: ``cam_high`` downscaled (area) to ``image_width x image_height`` (64 x 48), four
+  3x3 convolutions (16-32-64-64 channels, strides 2-2-1-1, so a 16 x 12 map at 64 x 48).
+  The language features scale and shift the last two layers' channels (FiLM), so what
+  the camera features pick out depends on the instruction. The map is read out two ways:
+  a spatial softmax per channel (the expected image x, y of that channel's strongest
+  response: where things are) and global average pooling (what is there) -> 192 features;
 * state: the 14 joints, normalised with the checkpoint's ``state_mean`` / ``state_std``;
-* head: MLP ``[64 + text_dim + 14] -> hidden -> hidden -> H * 14`` predicting normalised
+* head: MLP ``[192 + text_dim + 14] -> hidden -> hidden -> H * 14`` predicting normalised
   *offsets* from the current state; targets = state + offset * ``action_std`` +
   ``action_mean`` (so an untrained model stays near the current pose).
 
@@ -32,7 +36,7 @@ import numpy as np
 from vla_bridge import contract as C
 from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 
-FORMAT = "vla_bridge.tiny_policy/1"
+FORMAT = "vla_bridge.tiny_policy/2"  # /1: no FiLM or spatial softmax (retrain)
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "weights.pt"
 
 
@@ -68,29 +72,61 @@ def build_model(config: TinyPolicyConfig):
     import torch
     from torch import nn
 
+    class FiLMConv(nn.Module):
+        """3x3 convolution + ReLU; with ``film``, the text features scale and shift its
+        output channels."""
+
+        def __init__(self, cin: int, cout: int, stride: int, text_dim: int, film: bool):
+            super().__init__()
+            self.conv = nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+            self.film = nn.Linear(text_dim, 2 * cout) if film else None
+            if self.film is not None:  # start as the identity: scale 1, shift 0
+                nn.init.zeros_(self.film.weight)
+                nn.init.zeros_(self.film.bias)
+
+        def forward(self, x, text):
+            x = self.conv(x)
+            if self.film is not None:
+                scale, shift = self.film(text)[:, :, None, None].chunk(2, dim=1)
+                x = x * (1.0 + scale) + shift
+            return torch.relu(x)
+
     class TinyVLA(nn.Module):
         def __init__(self, cfg: TinyPolicyConfig):
             super().__init__()
             self.cfg = cfg
-            chans = [3, 16, 32, 64, 64]
-            layers = []
-            for cin, cout in pairwise(chans):
-                layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.ReLU()]
-            self.vision = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            chans, strides = [3, 16, 32, 64, 64], [2, 2, 1, 1]
+            self.vision = nn.ModuleList(
+                FiLMConv(cin, cout, stride, cfg.text_dim, film=i >= 2)
+                for i, ((cin, cout), stride) in enumerate(zip(pairwise(chans), strides)))
             self.text = nn.EmbeddingBag(cfg.vocab_buckets, cfg.text_dim, mode="mean")
             d = cfg.action_dim
             self.head = nn.Sequential(
-                nn.Linear(chans[-1] + cfg.text_dim + d, cfg.hidden), nn.ReLU(),
+                nn.Linear(3 * chans[-1] + cfg.text_dim + d, cfg.hidden), nn.ReLU(),
                 nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(),
                 nn.Linear(cfg.hidden, cfg.chunk_size * d))
             for name in ("state_mean", "state_std", "action_mean", "action_std"):
                 self.register_buffer(name, torch.tensor(getattr(cfg, name), dtype=torch.float32))
 
+        @staticmethod
+        def keypoints(features):
+            """[B, C, h, w] -> [B, 2C]: each channel's softmax-weighted x and y in [-1, 1]."""
+            b, c, h, w = features.shape
+            weights = torch.softmax(features.reshape(b, c, h * w), dim=-1).reshape(b, c, h, w)
+            xs = torch.linspace(-1.0, 1.0, w, device=features.device)
+            ys = torch.linspace(-1.0, 1.0, h, device=features.device)
+            x = (weights.sum(2) * xs).sum(-1)
+            y = (weights.sum(3) * ys).sum(-1)
+            return torch.cat([x, y], dim=1)
+
         def forward(self, image, state, tokens, offsets):
             """image [B, 3, h, w] float in [0, 1]; state [B, D]; tokens/offsets: EmbeddingBag
             input (flat ids, start of each sample). Returns absolute targets [B, H, D]."""
-            vis = self.vision(image * 2.0 - 1.0)
             txt = self.text(tokens, offsets)
+            x = image * 2.0 - 1.0
+            for layer in self.vision:
+                x = layer(x, txt)
+            vis = torch.cat([self.keypoints(x), x.mean((2, 3))], dim=1)
             s = (state - self.state_mean) / self.state_std
             out = self.head(torch.cat([vis, txt, s], dim=-1))
             out = out.view(-1, self.cfg.chunk_size, self.cfg.action_dim)
@@ -118,7 +154,8 @@ def load_checkpoint(path):
                                 f"{WEIGHTS_FILE}")
     raw = json.loads(cfg_file.read_text())
     if raw.get("format") != FORMAT:
-        raise ValueError(f"{cfg_file}: format {raw.get('format')!r}, expected {FORMAT!r}")
+        raise ValueError(f"{cfg_file}: format {raw.get('format')!r}, expected {FORMAT!r} "
+                         f"(a checkpoint of an older model: train it again with vla-bridge train)")
     config = TinyPolicyConfig.from_dict(raw)
     model = build_model(config)
     model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))

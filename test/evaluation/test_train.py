@@ -35,7 +35,7 @@ def test_chunk_targets_follow_the_control_period_and_hold_grippers():
 
 
 def test_training_lowers_the_loss_and_the_checkpoint_carries_its_stats(video_demos, tmp_path):
-    options = T.TrainOptions(steps=60, batch_size=16, chunk_size=20, threads=1)
+    options = T.TrainOptions(steps=60, batch_size=16, chunk_size=20, threads=1, shift_px=0)
     data = T.load_training_data(video_demos, options, echo=lambda _: None)
     assert data.images.shape[1:] == (48, 64, 3) and data.images.std() > 5  # real renders
     assert data.targets.shape == (len(data.states), 20, 14) and data.episodes == 2
@@ -61,3 +61,15 @@ def test_the_torch_backend_serves_the_trained_checkpoint_in_the_graph(video_demo
     assert row["policy"] == f"torch?checkpoint={ckpt}"
     run = json.loads((out / "run.json").read_text())
     assert len(run["provenance"]["checkpoint"]["sha256"]) == 64  # the trained weights' fingerprint
+
+
+def test_random_shift_moves_each_image_by_at_most_the_pad():
+    import torch
+    images = torch.zeros(8, 3, 12, 16)
+    images[:, :, 6, 8] = 1.0  # one bright pixel in the middle of each image
+    shifted = T.random_shift(images, 2, np.random.default_rng(0))
+    assert shifted.shape == images.shape
+    spots = [divmod(int(torch.argmax(img[0])), 16) for img in shifted]
+    assert all(abs(r - 6) <= 2 and abs(c - 8) <= 2 for r, c in spots)
+    assert len(set(spots)) > 1  # images move independently
+    assert torch.equal(T.random_shift(images, 0, np.random.default_rng(0)), images)

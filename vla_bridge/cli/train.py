@@ -29,13 +29,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--camera", default="cam_high", help="camera the policy sees")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--shift", type=int, default=3,
+                        help="augmentation: shift each training image by up to N pixels (0: off)")
 
 
 def run(args: argparse.Namespace) -> int:
     options = TrainOptions(steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                            chunk_size=args.chunk_size, image_width=args.resolution[0],
                            image_height=args.resolution[1], camera=args.camera, seed=args.seed,
-                           threads=args.threads)
+                           threads=args.threads, shift_px=args.shift)
     try:
         summary = train(args.dataset, args.out, options)
     except (ValueError, OSError, FileNotFoundError) as exc:

@@ -53,6 +53,7 @@ class TrainOptions:
     camera: str = "cam_high"
     seed: int = 0
     threads: int | None = None
+    shift_px: int = 3  # random image shift of up to this many pixels (0: none)
 
 
 # ============================================================================ data
@@ -141,6 +142,19 @@ def load_training_data(root: str | Path, options: TrainOptions,
 
 
 # ============================================================================ training
+def random_shift(images, pad: int, generator: np.random.Generator):
+    """Each image of [B, 3, h, w] moved by up to `pad` pixels (edge-padded, then cropped back):
+    the augmentation that keeps a small CNN from keying on exact pixel positions, since the
+    scenes' layouts jitter by only 1-2 cm."""
+    import torch
+    if pad <= 0:
+        return images
+    b, _, h, w = images.shape
+    padded = torch.nn.functional.pad(images, (pad, pad, pad, pad), mode="replicate")
+    dx, dy = generator.integers(0, 2 * pad + 1, size=(2, b))
+    return torch.stack([padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(b)])
+
+
 def normalisation(data: TrainingData) -> dict:
     offsets = data.targets - data.states[:, None, :]
     return {"state_mean": data.states.mean(0), "state_std": np.maximum(data.states.std(0), MIN_STD),
@@ -182,7 +196,8 @@ def train(dataset: str | Path, out: str | Path, options: TrainOptions = TrainOpt
             ids = [token_of[data.texts[i]] for i in idx]
             offsets = torch.tensor(np.cumsum([0] + [len(t) for t in ids[:-1]]), dtype=torch.long)
             flat = torch.cat(ids) if any(len(t) for t in ids) else torch.zeros(0, dtype=torch.long)
-            pred = model(images[idx].float() / 255.0, states[idx], flat, offsets)
+            batch = random_shift(images[idx].float() / 255.0, options.shift_px, generator)
+            pred = model(batch, states[idx], flat, offsets)
             # the loss on normalised offsets: every joint counts alike, whatever its range
             err = (pred - targets[idx]) / action_std
             loss = (err ** 2).mean()
