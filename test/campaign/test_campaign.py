@@ -106,6 +106,7 @@ def test_two_workers_give_the_scores_of_one_and_a_resume_skips_finished_trials(t
     assert len(rows_two) == 6 and scores(rows_two) == scores(rows_one)
     run = json.loads((tmp_path / "two" / "run.json").read_text())
     assert run["status"] == "finished" and run["provenance"]["policy"] == "oracle"
+    assert run["arguments"]["policy"] == "oracle" and run["arguments"]["rounds"] == 2  # as report reads them
     sessions = json.loads((tmp_path / "two" / "campaign.json").read_text())["sessions"]
     assert len({w["domain_id"] for w in sessions[0]["worker_processes"]}) == 2  # a ROS domain each
     # resume with one more round: only the three new trials run, nothing is duplicated

@@ -87,6 +87,20 @@ def resume_differences(old: dict, new: dict) -> list[str]:
     return [f"{n}: {old.get(n)!r} -> {new.get(n)!r}" for n in names if old.get(n) != new.get(n)]
 
 
+def evaluator_arguments(values: dict[str, str]) -> dict:
+    """The evaluator's parameters as one graph's run.json records them (the report reads
+    them: policy, levels, empty_language...), from the campaign's launch values."""
+    from vla_bridge.ros.launch_args import get_graph
+    from vla_bridge.ros.launcher import parse_value
+    out = {}
+    for arg in get_graph(P.GRAPHS[0]).args:
+        for target in arg.sets:
+            node, _, param = target.partition(".")
+            if node == "evaluator_node":
+                out[param] = parse_value(arg, values[arg.name])
+    return out
+
+
 def open_run_dir(values: dict[str, str], given: dict[str, str], trials, options,
                  echo) -> RunDirectory:
     run_dir = RunDirectory(values["output"])
@@ -98,7 +112,7 @@ def open_run_dir(values: dict[str, str], given: dict[str, str], trials, options,
             raise CampaignError(f"{run_dir.path}: cannot resume, the campaign's launch arguments "
                                 f"differ: {'; '.join(differences)}; use the same arguments or "
                                 "another output directory")
-    arguments = {"launch": given, "graph": P.GRAPHS[0],
+    arguments = {**evaluator_arguments(values), "launch": given, "graph": P.GRAPHS[0],
                  "campaign": {k: v for k, v in asdict(options).items()}}
     try:
         run_dir.start(arguments, trials, resume=resume)
