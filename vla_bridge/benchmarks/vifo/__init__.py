@@ -11,7 +11,10 @@ Pure logic (numpy / OpenCV), no rclpy, no simulator; may import ``embodiment`` a
                    backend.camera_model("cam_high"))
 
 Modules: ``projection`` (world -> pixel, MuJoCo convention), ``families`` (F1-F8 and
-``draw``), ``parser`` (instruction -> e_src / e_tgt / r_task), ``grounding`` (parsed task +
+``draw``), ``referring`` (the shared vocabulary and the object-reference grammar: colours,
+nouns, relations, locators such as "between A and B", conditions), ``parser`` (instruction
+-> steps with e_src / e_tgt / r_task, arm, route, orientation; conditionals, sequences),
+``grounding`` (parsed task +
 world state -> object names; ``layout_world``), ``insertion`` (scene-anchored,
 fixed-region and simulator-state overlay; protocol hooks), ``protocols`` (closed-loop
 protocols, their metrics, scene-placed cue cards), ``replay`` (rebuild an episode's cue).

@@ -1,9 +1,16 @@
 """Grounding: a ``ParsedTask`` + a world state -> ``GroundedTask`` (LIBERO-VIFO App. C).
 
 Pure logic (numpy), no rclpy, no simulator. ``ground(parsed, world, fixtures=None)`` resolves
-every referring expression against a ``WorldState`` (plus optional fixtures such as bowls and
-labels) to object names, evaluates conditions to pick the branch, and turns the relation into a
-world-frame placement direction. ``GroundingError`` when a reference is missing or ambiguous.
+every referring expression against a ``WorldState`` (plus optional fixtures such as bowls,
+labels and drawers) to object names, evaluates conditions to pick the branch, and turns the
+relation into a world-frame placement direction. Nouns match name words ("cookie box" ->
+cookies_1: a container word may be left out of the name); locators are relations to other
+objects, "between A and B" (nearest the midpoint, inside the band between them) or regions of
+the table ("from the table center": the table entity's centre, else the world origin).
+``GroundingError`` when a reference matches nothing, or several equally well (directional
+relations and position words within 1 cm, "next to" within 3 cm, the middle of an even
+number), or when two readings of the words (``ParsedStep.alternatives``) ground differently;
+the message names the phrase and the candidates.
 
 RoboFollow helpers: ``layout_world`` (a scene layout's objects without a simulator) and
 ``coverage_report`` (how much of the task registry parses and grounds correctly;
@@ -19,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from vla_bridge.benchmarks.vifo.parser import (COLORS, NOUN_SHAPES, RELATION_VECTORS, Condition,
-                                               EntityRef, ParsedTask, ParseError, parse)
+                                               EntityRef, ParsedStep, ParsedTask, ParseError,
+                                               parse)
 
 __all__ = [
     "GroundingError", "GroundedStep", "GroundedTask", "ground", "layout_world", "coverage_report",
@@ -164,14 +172,54 @@ def ground(parsed: ParsedTask, world, fixtures: dict | None = None) -> GroundedT
     if parsed.condition is not None:
         holds = _condition_holds(parsed.condition, ents)
         branch, steps = ("then", parsed.steps) if holds else ("else", parsed.otherwise)
-    out = []
-    for s in steps:
-        srcs = tuple(_resolve(e, ents, movable=True).name for e in s.sources)
-        tgt = _resolve(s.target, ents).name if s.target is not None else None
-        route = tuple((k, _resolve(e, ents).name) for k, e in s.route)
-        out.append(GroundedStep(s.action, s.arm, srcs[0] if srcs else None, tgt, s.relation,
-                                s.target_state, srcs, route, s.orientation))
-    return GroundedTask(parsed, tuple(out), branch)
+    return GroundedTask(parsed, tuple(_ground_step(s, ents) for s in steps), branch)
+
+
+def _ground_step(step: ParsedStep, ents: list[_Ent]) -> GroundedStep:
+    """The reading of ``step`` that the world supports (``ParsedStep.alternatives``: other
+    attachments of the same words); two readings that ground differently are ambiguous."""
+    done, errors = [], []
+    for reading in (step,) + step.alternatives:
+        try:
+            done.append((reading, _ground_reading(reading, ents)))
+        except GroundingError as exc:
+            errors.append(exc)
+    if not done:
+        raise errors[0]
+    (first, g), *others = done
+    for other, h in others:
+        if (h.action, h.sources, h.target, h.relation, h.route) != \
+                (g.action, g.sources, g.target, g.relation, g.route):
+            raise GroundingError(f"{step.text!r} is ambiguous: {_reading(first, g)}, or "
+                                 f"{_reading(other, h)}")
+    return g
+
+
+def _reading(parsed: ParsedStep, g: GroundedStep) -> str:
+    words = " + ".join(repr(e.text) for e in parsed.sources)
+    if parsed.target is not None:
+        words += f" {parsed.relation} {parsed.target.text!r}"
+    route = "".join(f" ({k} {n})" for k, n in g.route)
+    return f"{words} -> {', '.join(g.sources)} {g.relation or ''} {g.target or ''}{route}".strip()
+
+
+def _ground_reading(s: ParsedStep, ents: list[_Ent]) -> GroundedStep:
+    srcs = tuple(name for e in s.sources for name in _resolve_names(e, ents))
+    tgt = _resolve(s.target, ents).name if s.target is not None else None
+    route = tuple((k, _resolve(e, ents).name) for k, e in s.route)
+    return GroundedStep(s.action, s.arm, srcs[0] if srcs else None, tgt, s.relation,
+                        s.target_state, srcs, route, s.orientation)
+
+
+def _resolve_names(ref: EntityRef, ents: list[_Ent]) -> list[str]:
+    """Source names: one object, or ``ref.count`` of them ("both moka pots")."""
+    if ref.count == 1:
+        return [_resolve(ref, ents, movable=True).name]
+    cands = _candidates(ref, ents, movable=True)
+    if len(cands) != ref.count:
+        found = ", ".join(sorted(c.name for c in cands)) or "none"
+        raise GroundingError(f"{ref.text!r} names {ref.count} objects; matching: {found}")
+    return sorted(c.name for c in cands)
 
 
 def _resolve(ref: EntityRef, ents: list[_Ent], movable: bool = False) -> _Ent:
@@ -184,19 +232,30 @@ def _resolve(ref: EntityRef, ents: list[_Ent], movable: bool = False) -> _Ent:
     return cands[0]
 
 
+#: container words a name may leave out: "the cookie box" is "cookies_1"
+_PACKAGING = ("box", "carton", "bottle", "can", "jar", "package", "pack", "container")
+
+
 def _noun_match(ref: EntityRef, e: _Ent, movable: bool) -> bool:
-    noun = ref.noun or "object"
-    head = noun.split()[-1]
+    words = (ref.noun or "object").split()
+    head = words[-1]
     if head in NOUN_SHAPES:
         shape = NOUN_SHAPES[head]
-        if e.kind != "object":
-            return False
-        return shape is None or e.shape == shape
-    if movable and e.kind not in ("object",) and head not in e.tokens:
+        return e.kind == "object" and (shape is None or e.shape == shape)
+    if movable and e.kind != "object" and head not in e.tokens:
         return False
-    words = [w for w in noun.split() if w not in ("of",)]
-    return all(w in e.tokens or (w.endswith("s") and w[:-1] in e.tokens) for w in words) or \
-        (head in e.tokens) or (e.kind == head)
+    if all(_has_word(w, e.tokens) for w in words):
+        return True
+    content = [w for w in words if w not in _PACKAGING]
+    if content and len(content) < len(words):
+        return all(_has_word(w, e.tokens) for w in content)
+    return len(words) == 1 and e.kind == head
+
+
+def _has_word(word: str, tokens: frozenset) -> bool:
+    """"cookie" in cookies_1, "pots" in moka_pot_1."""
+    return word in tokens or f"{word}s" in tokens or f"{word}es" in tokens or \
+        (word.endswith("s") and word[:-1] in tokens)
 
 
 def _candidates(ref: EntityRef, ents: list[_Ent], movable: bool = False) -> list[_Ent]:
@@ -213,12 +272,61 @@ def _candidates(ref: EntityRef, ents: list[_Ent], movable: bool = False) -> list
     for attr in ref.attributes:
         cands = _apply_attribute(attr, cands)
     if ref.locator is not None and cands:
-        rel, lm_ref = ref.locator
-        lms = _candidates(lm_ref, ents)
-        if not lms:
-            raise GroundingError(f"no object matches {lm_ref.text!r} (in {ref.text!r})")
-        cands = _best_by_relation(cands, rel, lms)
+        cands = _locate(cands, ref, ents)
     return cands
+
+
+def _locate(cands: list[_Ent], ref: EntityRef, ents: list[_Ent]) -> list[_Ent]:
+    """Candidates that satisfy ``ref.locator`` (the best one for directional relations)."""
+    rel, lm_ref = ref.locator
+    if rel == "between":
+        a, b = (_resolve(m, ents) for m in lm_ref.members)
+        return _between(cands, a, b)
+    if lm_ref.noun == "table":
+        return _on_table(cands, lm_ref, ents)
+    lms = _candidates(lm_ref, ents)
+    if not lms:
+        raise GroundingError(f"no object matches {lm_ref.text!r} (in {ref.text!r})")
+    return _best_by_relation(cands, rel, lms)
+
+
+def _unique_best(cands: list[_Ent], key, margin: float) -> list[_Ent]:
+    """[the candidate with the smallest key], or the tied front runners (within ``margin``)."""
+    ranked = sorted(cands, key=key)
+    return [e for e in ranked if key(e) - key(ranked[0]) < margin] if ranked else []
+
+
+def _between(cands: list[_Ent], a: _Ent, b: _Ent) -> list[_Ent]:
+    """"X between A and B": inside the band between the two, nearest the midpoint."""
+    ab = (b.pos - a.pos)[:2]
+    length = float(np.linalg.norm(ab))
+    inside = []
+    for c in cands:
+        d = (c.pos - a.pos)[:2]
+        t = float(d @ ab) / max(length ** 2, 1e-9)
+        off = abs(float(d[0] * ab[1] - d[1] * ab[0])) / max(length, 1e-9)
+        if c is not a and c is not b and 0.1 < t < 0.9 and off < 0.4 * length:
+            inside.append(c)
+    mid = (a.pos + b.pos)[:2] / 2
+    return _unique_best(inside, lambda e: float(np.linalg.norm(e.pos[:2] - mid)), _TIE)
+
+
+def _on_table(cands: list[_Ent], table: EntityRef, ents: list[_Ent]) -> list[_Ent]:
+    """"X from the table center" / "on the table": a region of the table, not an object. The
+    centre is a world entity named "table" when there is one, else the world origin (LIBERO's
+    table frame); objects resting on another object are not on the table."""
+    free = [c for c in cands if "table" not in c.tokens
+            and not any(o is not c and _relation_holds(c, "on", o) for o in ents)]
+    for attr in table.attributes:
+        if attr == "middle":
+            centre = next((e.pos[:2] for e in ents if "table" in e.tokens), np.zeros(2))
+            free = _unique_best(free, lambda e: float(np.linalg.norm(e.pos[:2] - centre)), _TIE)
+        else:
+            free = _apply_attribute(attr, free)
+    return free
+
+
+_TIE = 0.01  # metres: two candidates closer than this to the best are equally good
 
 
 def _apply_attribute(attr: str, cands: list[_Ent]) -> list[_Ent]:
@@ -227,18 +335,18 @@ def _apply_attribute(attr: str, cands: list[_Ent]) -> list[_Ent]:
     named = [e for e in cands if attr in e.tokens]
     if named and len(named) < len(cands):
         return named
-    key = {"left": lambda e: e.pos[0], "right": lambda e: -e.pos[0],
-           "front": lambda e: e.pos[1], "back": lambda e: -e.pos[1],
-           "bottom": lambda e: e.pos[2], "top": lambda e: -e.pos[2],
-           "smaller": lambda e: e.volume, "larger": lambda e: -e.volume}.get(attr)
-    if key is not None:
-        return [min(cands, key=key)]
-    if attr == "middle":
-        xs = sorted(cands, key=lambda e: e.pos[0])
-        return [xs[len(xs) // 2]]
+    axis = {"left": (0, 1), "right": (0, -1), "front": (1, 1), "back": (1, -1),
+            "bottom": (2, 1), "top": (2, -1)}.get(attr)
+    if axis is not None:
+        return _unique_best(cands, lambda e: axis[1] * float(e.pos[axis[0]]), _TIE)
+    if attr in ("smaller", "larger"):
+        sign = 1 if attr == "smaller" else -1
+        return _unique_best(cands, lambda e: sign * e.volume, 1e-9)
+    xs = sorted(cands, key=lambda e: e.pos[0])
+    if attr == "middle":  # of an even number: the two central ones tie
+        return xs[(len(xs) - 1) // 2: len(xs) // 2 + 1]
     if attr in ("first", "second", "third"):
         i = ("first", "second", "third").index(attr)
-        xs = sorted(cands, key=lambda e: e.pos[0])
         return [xs[i]] if i < len(xs) else []
     return cands
 
@@ -283,25 +391,29 @@ def _relation_holds(a: _Ent, rel: str, b: _Ent) -> bool:
     raise GroundingError(f"cannot evaluate the relation {rel!r}")
 
 
+_BESIDE_MARGIN = 0.03  # metres: "next to the plate" needs one clearly nearest candidate
+
+
 def _best_by_relation(cands: list[_Ent], rel: str, lms: list[_Ent]) -> list[_Ent]:
+    """Directional relations: the candidate best inside the 45-degree cone (ties: all of
+    them); "next to" / "near": the clearly nearest; others: every candidate that holds."""
     vec = RELATION_VECTORS.get(rel)
     if vec is None:
-        return [c for c in cands if any(c is not lm and _relation_holds(c, rel, lm) for lm in lms)]
+        held = [c for c in cands if any(c is not lm and _relation_holds(c, rel, lm) for lm in lms)]
+        if rel not in ("beside", "near"):
+            return held
+        return _unique_best(held, lambda c: min(float(np.linalg.norm((c.pos - lm.pos)[:2]))
+                                                for lm in lms if lm is not c), _BESIDE_MARGIN)
     v = np.asarray(vec)
-    scored = []
+    scores = {}
     for c in cands:
         for lm in lms:
-            if c is lm:
-                continue
             d = (c.pos - lm.pos)[:2]
             along, perp = float(d @ v), abs(float(d[0] * v[1] - d[1] * v[0]))
-            if along > 0.01 and perp < along:  # inside the 45-degree cone
-                scored.append((along + 2.0 * perp, c))
-    if not scored:
-        return []
-    scored.sort(key=lambda s: s[0])
-    best = scored[0][1]
-    return [best]
+            if c is not lm and along > 0.01 and perp < along:  # inside the 45-degree cone
+                scores[c.name] = min(scores.get(c.name, np.inf), along + 2.0 * perp)
+    inside = [c for c in cands if c.name in scores]
+    return _unique_best(inside, lambda c: scores[c.name], _TIE)
 
 
 def _condition_holds(cond: Condition, ents: list[_Ent]) -> bool:

@@ -3,101 +3,82 @@
 Language only, pure logic (regular expressions). ``parse(instruction) -> ParsedTask`` extracts,
 per step, the action, the source entity (``e_src``), the target entity or region (``e_tgt``), the
 relation or target state (``r_task``), the arm, route constraints ("avoid passing over the green
-slab") and the final orientation. Entities are referring expressions (``EntityRef``: head noun,
-colours, size/position attributes, a locator such as "to the right of the red ball", negated
-constraints such as "that is not touching the table"). Conditionals ("If ..., ...; otherwise
-...") and sequences ("First ..., then ...") keep their structure. Anything it cannot read raises
-``ParseError`` naming the part. The vocabulary (``RELATION_VECTORS``, colours, nouns) is shared
-with ``grounding``, which resolves a ``ParsedTask`` against a world state.
+slab") and the final orientation. Entities are referring expressions (``EntityRef``, read by
+``referring.parse_entity``: head noun, colours, size/position attributes, a locator such as "to
+the right of the red ball" or "between the plate and the ramekin", negated constraints such as
+"that is not touching the table").
+
+Structure it reads:
+
+* conditionals: "If/When C, A; otherwise B" and "Check whether C. If yes, A; if not, B", with
+  C one of "X is <relation> Y", "there is (no) X <relation> Y", "Y contains X", "Y has X on
+  top", "Y is (non-)empty"; "that cylinder" in A refers back to the object C talks about;
+* sequences: "First A, then B", "A, then B", "A. B", "Start by A-ing, then B", "A before
+  B-ing", "A after B-ing", "A and B" (B starting with a verb); "it" / "inside" in B refers back to A;
+  "pick up X[, <route>] ... then place it <relation> Y" is one pick-and-place step;
+* arms anywhere in a clause: "Use your left arm to", "Using your left arm,", "... with your
+  left arm", "... using the right hand"; "Among the cubes, ..." restricts "the one ...";
+* clauses: pick up / grasp / take ... off / remove ... from, place / put / stack / move X
+  <relation> Y (also "put X inside", the landmark left to the previous step), push X towards Y,
+  "move X over|around Y to Z" (a route), open / close / turn on|off, "move X while avoiding
+  passing over Y"; routes "pass over / move above / avoid passing over / go around / do not
+  pass over Y"; orientation "with the long side facing right" / ", short side facing front".
+
+Where the words allow several attachments ("place the cylinder on the right cube on top of
+the yellow cylinder"), the step keeps the other readings in ``alternatives`` and ``grounding``
+takes the one the world state supports (two that both ground differently: an ambiguity
+error). Anything it cannot read raises ``ParseError`` naming the span and the cause
+(unconsumed words, two different arms, a pronoun with nothing to refer to, a "move" without
+a destination). Referring expressions, conditions and the vocabulary live in ``referring``;
+their names are re-exported here.
 
 World frame (RoboFollow): +x is the robot's right, +y away from the robot ("behind"), +z up.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+from vla_bridge.benchmarks.vifo.referring import (COLORS, NOUN_SHAPES, POSITION_WORDS,  # noqa: F401
+                                                  PRONOUNS, REL_RE, RELATION_VECTORS,
+                                                  SIZE_WORDS, Condition, EntityRef, ParseError,
+                                                  parse_condition, parse_entity, parse_sources,
+                                                  relation)
 
 __all__ = ["ParseError", "EntityRef", "ParsedStep", "Condition", "ParsedTask", "parse",
            "RELATION_VECTORS"]
 
 
-class ParseError(ValueError):
-    """The instruction (or a part of it, named in the message) is outside the grammar."""
+# --------------------------------------------------------------------------- verbs
+
+_PICK_VERBS = ("pick up", "pick", "grasp", "grab", "lift up", "lift", "take", "get", "hold",
+               "remove")
+_CARRY_VERBS = ("move", "carry", "bring", "transfer")  # need a destination ("then place it")
+_PUT_VERBS = ("place", "put", "set", "drop", "lay", "stack", "insert") + _CARRY_VERBS
+_PUSH_VERBS = ("push", "slide", "shove", "nudge")
+_STATE_VERBS = ("open", "close", "shut", "turn", "switch")
+_ALL_VERBS = _PICK_VERBS + _PUT_VERBS + _PUSH_VERBS + _STATE_VERBS
+_PICK = "(?:" + "|".join(_PICK_VERBS) + ")"
+_PUT = "(?:" + "|".join(_PUT_VERBS) + ")"
+_VERB_START = re.compile(r"^(?:" + "|".join(_ALL_VERBS) + r")\b")
 
 
-# --------------------------------------------------------------------------- vocabulary
+def _gerund(verb: str) -> str:
+    if verb in ("put", "set", "get", "grab", "drop", "shut", "transfer"):
+        return verb + verb[-1] + "ing"
+    return (verb[:-1] if verb.endswith("e") else verb) + "ing"
 
-#: canonical relation -> unit placement direction in the world xy plane (None: not planar)
-RELATION_VECTORS: dict[str, tuple[float, float] | None] = {
-    "left_of": (-1.0, 0.0), "right_of": (1.0, 0.0), "behind": (0.0, 1.0),
-    "in_front_of": (0.0, -1.0), "on": None, "in": None, "under": None, "above": None,
-    "beside": None, "near": None, "towards": None, "part_of": None,
-}
 
-# (regex alternation, canonical relation); longer phrases first so "in front of" beats "in"
-_REL_TABLE = [
-    (r"to the right of|on the right of|right of|to the right side of", "right_of"),
-    (r"to the left of|on the left of|left of|to the left side of", "left_of"),
-    (r"in front of|to the front of|at the front of|in the front of", "in_front_of"),
-    (r"behind|to the back of|at the back of|in the back of|at the rear of", "behind"),
-    (r"on top of|onto|on", "on"),
-    (r"into|inside of|inside|in", "in"),
-    (r"next to|beside|by", "beside"),
-    (r"underneath|under|below|beneath", "under"),
-    (r"above|over", "above"),
-    (r"towards|toward", "towards"),
-    (r"close to|near", "near"),
-]
-_REL_OF = {}
-for _alts, _canon in _REL_TABLE:
-    for _a in _alts.split("|"):
-        _REL_OF[_a] = _canon
-_REL_RE = "|".join(a for alts, _ in _REL_TABLE for a in alts.split("|"))
+_GERUNDS = {_gerund(v.split()[0]): v.split()[0] for v in _ALL_VERBS}
 
-COLORS = ("red", "green", "blue", "yellow", "black", "white", "orange", "purple", "pink",
-          "brown", "gray", "grey", "cyan", "silver", "gold", "wooden")
-SIZE_WORDS = {"larger": "larger", "bigger": "larger", "largest": "larger", "biggest": "larger",
-              "big": "larger", "large": "larger", "smaller": "smaller", "smallest": "smaller",
-              "small": "smaller", "little": "smaller", "tiny": "smaller"}
-POSITION_WORDS = {"left": "left", "leftmost": "left", "right": "right", "rightmost": "right",
-                  "front": "front", "frontmost": "front", "back": "back", "rear": "back",
-                  "backmost": "back", "middle": "middle", "center": "middle", "centre": "middle",
-                  "top": "top", "upper": "top", "topmost": "top", "bottom": "bottom",
-                  "lower": "bottom", "first": "first", "second": "second", "third": "third",
-                  "far": "back", "near": "front", "nearest": "front", "farthest": "back"}
-#: head nouns with a primitive shape (None: any movable object)
-NOUN_SHAPES = {"block": "box", "cube": "box", "slab": "box", "bar": "box", "brick": "box",
-               "ball": "sphere", "sphere": "sphere", "cylinder": "cylinder",
-               "object": None, "thing": None, "item": None, "one": None}
-_ARTICLES = re.compile(r"^(?:the|a|an|any|some)\s+")
 
-_PICK = r"(?:pick up|pick|grasp|grab|lift up|lift|take|get|hold)"
-_PUT = r"(?:place|put|set|drop|lay|move|stack|insert)"
-_VERB_START = re.compile(
-    r"^(?:pick|grasp|grab|lift|take|get|place|put|set|drop|move|stack|push|open|close|shut|"
-    r"turn|switch|slide|rotate|insert|hold)\b")
+def _degerund(text: str) -> str:
+    """"picking up the cube" -> "pick up the cube"."""
+    first, _, rest = text.partition(" ")
+    return f"{_GERUNDS[first]} {rest}".strip() if first in _GERUNDS else text
 
 
 # --------------------------------------------------------------------------- parsed structure
-
-@dataclass(frozen=True)
-class EntityRef:
-    """A referring expression, e.g. "the block to the right of the red ball"."""
-    text: str
-    noun: str = ""  # head noun ("block", "alphabet soup"); "" for a bare "it"
-    colors: tuple[str, ...] = ()
-    attributes: tuple[str, ...] = ()  # canonical size/position words: "larger", "left", "top"
-    locator: tuple[str, "EntityRef"] | None = None  # ("right_of", <the red ball>)
-    exclusions: tuple[tuple[str, object], ...] = ()  # ("color","blue"), ("rel",("in",<bowl>))
-    members: tuple["EntityRef", ...] = ()  # "both the X and the Y"
-
-    @property
-    def shape(self) -> str | None:
-        return NOUN_SHAPES.get(self.noun.split()[-1]) if self.noun else None
-
-    def describe(self) -> str:
-        return self.text
-
 
 @dataclass(frozen=True)
 class ParsedStep:
@@ -111,21 +92,12 @@ class ParsedStep:
     target_state: str | None = None  # "lifted", "open", "closed", "on", "off"
     route: tuple[tuple[str, EntityRef], ...] = ()  # ("avoid_over" | "pass_over", entity)
     orientation: tuple[str, str] | None = None  # ("long" | "short", "right" | "front" | ...)
+    # other attachments of the same words; grounding keeps the one the world supports
+    alternatives: tuple["ParsedStep", ...] = field(default=(), compare=False, repr=False)
 
     @property
     def source(self) -> EntityRef | None:
         return self.sources[0] if self.sources else None
-
-
-@dataclass(frozen=True)
-class Condition:
-    """"the blue sphere is to the right of the red sphere" / "there is (no) X on Y"."""
-    text: str
-    kind: str  # "relation" | "exists"
-    subject: EntityRef
-    relation: str
-    landmark: EntityRef | None
-    negated: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,7 +131,7 @@ class ParsedTask:
         return "sequence" if len(self.steps) > 1 else "single"
 
 
-# --------------------------------------------------------------------------- parsing
+# --------------------------------------------------------------------------- tasks
 
 def _normalise(text: str) -> str:
     t = text.strip().lower()
@@ -169,170 +141,245 @@ def _normalise(text: str) -> str:
     return t.rstrip(" .!").strip()
 
 
+_CONDITIONALS = (
+    re.compile(r"^(?:if|when|whenever) (?P<cond>.+?), (?P<then>.+?); (?:otherwise|else|if not),? "
+               r"(?P<else>.+)$"),
+    re.compile(r"^check (?:whether|if) (?P<cond>.+?)\. if (?:yes|so),? (?P<then>.+?); "
+               r"(?:if not|otherwise|else),? (?P<else>.+)$"),
+)
+
+
 def parse(instruction: str) -> ParsedTask:
-    """Parse one instruction; ``ParseError`` says which part is outside the grammar."""
+    """Parse one instruction; ``ParseError`` says which part is outside the grammar and why."""
     if not isinstance(instruction, str) or not instruction.strip():
         raise ParseError("empty instruction: nothing to parse")
     text = _normalise(instruction)
-    m = re.match(r"^if (?P<cond>.+?), (?P<then>.+?); (?:otherwise|else),? (?P<else>.+)$", text)
-    if m:
-        cond = _parse_condition(m["cond"])
-        return ParsedTask(instruction, _parse_steps(m["then"]), cond, _parse_steps(m["else"]))
-    return ParsedTask(instruction, _parse_steps(text))
+    for form in _CONDITIONALS:
+        m = form.match(text)
+        if m:
+            cond = parse_condition(m["cond"])
+            return ParsedTask(instruction, _finish(_parse_steps(m["then"]), cond), cond,
+                              _finish(_parse_steps(m["else"])))
+    if re.match(r"^(?:if|when|whenever|check (?:whether|if)) ", text):
+        raise ParseError(f"the conditional {text!r} needs both branches: 'If C, A; otherwise "
+                         f"B' or 'Check whether C. If yes, A; if not, B'")
+    return ParsedTask(instruction, _finish(_parse_steps(text)))
+
+
+def _finish(steps: tuple[ParsedStep, ...], cond: Condition | None = None):
+    """Resolve "that X" against the condition / earlier steps; reject what stays unresolved."""
+    out: list[ParsedStep] = []
+    for step in steps:
+        antecedents = _antecedents(cond, out)
+        step = _each_reading(step, lambda s: _check_complete(_resolve_anaphors(s, antecedents)))
+        out.append(step)
+    return tuple(out)
+
+
+def _check_complete(step: ParsedStep) -> ParsedStep:
+    if step.action == "carry":
+        raise ParseError(f"{step.text!r} says what to move but not where to: expected "
+                         f"'..., then place it <relation> X'")
+    for ref in step.sources + ((step.target,) if step.target else ()):
+        if ref.text in PRONOUNS or ref.anaphoric:
+            raise ParseError(f"cannot tell what {ref.text!r} refers to in {step.text!r}")
+    return step
+
+
+def _antecedents(cond: Condition | None, previous: list[ParsedStep]) -> list[EntityRef]:
+    """Entities a later "that X" may mean, most recent first."""
+    out = [e for s in reversed(previous) for e in ((s.target,) if s.target else ()) + s.sources]
+    if cond is not None and cond.kind == "exists" and not cond.negated:
+        out.append(replace(cond.subject, locator=(cond.relation, cond.landmark)))
+    elif cond is not None:
+        out.append(cond.subject)
+    return out
+
+
+def _resolve_anaphors(step: ParsedStep, antecedents: list[EntityRef]) -> ParsedStep:
+    def resolve(ref: EntityRef) -> EntityRef:
+        if not ref.anaphoric:
+            return ref
+        for ante in antecedents:
+            if ante.text in PRONOUNS:
+                continue
+            if ante.generic or ref.generic or ante.noun == ref.noun:
+                noun = ante.noun if ref.generic else ref.noun
+                return replace(ante, text=f"{ref.text} ({ante.text})", noun=noun,
+                               colors=tuple(dict.fromkeys(ante.colors + ref.colors)))
+        return ref
+    target = resolve(step.target) if step.target else None
+    return replace(step, sources=tuple(resolve(e) for e in step.sources), target=target)
+
+
+def _each_reading(step: ParsedStep, fn) -> ParsedStep:
+    """Apply ``fn`` to a step and to each of its alternative readings."""
+    alternatives = []
+    for alt in step.alternatives:
+        try:
+            alternatives.append(fn(alt))
+        except ParseError:
+            continue
+    return replace(fn(step), alternatives=tuple(alternatives))
+
+
+# --------------------------------------------------------------------------- sequences
+
+_SEQUENCES = (
+    re.compile(r"^first,? (?P<a>.+?),? (?:and )?then,? (?P<b>.+)$"),
+    re.compile(r"^(?P<a>.+?)[,;]? (?:and )?then,? (?P<b>.+)$"),
+    re.compile(r"^(?P<a>.+?)\. (?P<b>.+)$"),
+)
+_BEFORE_AFTER = re.compile(r"^(?P<a>.+?),? (?P<order>before|after) (?P<b>\w+ing\b.*)$")
 
 
 def _parse_steps(text: str) -> tuple[ParsedStep, ...]:
-    m = re.match(r"^first,? (?P<a>.+?),? (?:and )?then,? (?P<b>.+)$", text)
-    if m:
-        return _parse_steps(m["a"]) + _parse_steps(m["b"])
-    m = re.match(r"^(?P<a>.+?)[,;]? (?:and )?then,? (?P<b>.+)$", text)
-    if m and _VERB_START.match(_strip_arm(m["b"])[1]):
-        return _parse_steps(m["a"]) + _parse_steps(m["b"])
-    # "A and B" where B starts with a new verb ("put the bowl in the drawer and close it"),
-    # except "pick up X and place it ...", which is one pick-and-place clause
+    for form in _SEQUENCES:
+        m = form.match(text)
+        if m and _starts_with_verb(m["b"]):
+            return _sequence(_parse_steps(m["a"]), _parse_steps(m["b"]), text)
+    m = _BEFORE_AFTER.match(text)
+    if m and m["b"].split()[0] in _GERUNDS:
+        a, b = _parse_steps(m["a"]), _parse_steps(_degerund(m["b"]))
+        return _sequence(a, b, text) if m["order"] == "before" else _sequence(b, a, text)
+    return _split_and(text) or (_parse_clause(text),)
+
+
+def _split_and(text: str) -> tuple[ParsedStep, ...] | None:
+    """"A and B" where B starts with a verb; None when no "and" starts a new clause."""
+    error = None
     for part in re.finditer(r",? and (?=\S)", text):
         left, right = text[:part.start()], text[part.end():]
-        right_body = _strip_arm(right)[1]
-        if not _VERB_START.match(right_body):
-            continue
-        if re.match(rf"^{_PUT} (?:it|them)\b", right_body) and \
-                re.match(rf"^{_PICK}\b", _strip_arm(left)[1]):
+        if not _starts_with_verb(right):
             continue
         try:
-            a = _parse_steps(left)
-            b = _parse_steps(right)
-        except ParseError:
-            continue
-        return a + tuple(_resolve_pronoun(s, a[-1]) for s in b)
-    return (_parse_clause(text),)
+            return _sequence(_parse_steps(left), _parse_steps(right), text)
+        except ParseError as exc:
+            error = error or exc
+    if error is None:
+        return None
+    try:  # no split reads; maybe the "and" belongs to one clause
+        return (_parse_clause(text),)
+    except ParseError:
+        raise error from None
+
+
+def _starts_with_verb(text: str) -> bool:
+    try:
+        body = _clause_body(text)[1]
+    except ParseError:
+        return False
+    return bool(_VERB_START.match(body))
+
+
+def _sequence(a: tuple[ParsedStep, ...], b: tuple[ParsedStep, ...], text: str):
+    """a then b: "it" in b refers back to a; pick X + "place it ..." is one step."""
+    prev = a[-1]
+    first, *rest = (_each_reading(s, lambda r: replace(r, arm=r.arm or prev.arm)) for s in b)
+    if prev.action in ("pick", "carry") and first.action in ("place", "push") and \
+            first.source is not None and first.source.text in ("it", "them"):
+        merged = _merge(prev, first, text if len(a) == len(b) == 1 else None)
+        return a[:-1] + (merged,) + tuple(_resolve_pronoun(s, merged) for s in rest)
+    return a + tuple(_resolve_pronoun(s, prev) for s in (first, *rest))
+
+
+def _merge(pick: ParsedStep, place: ParsedStep, text: str | None) -> ParsedStep:
+    if pick.arm and place.arm and pick.arm != place.arm:
+        raise ParseError(f"two arms named for one object: {pick.arm} in {pick.text!r}, "
+                         f"{place.arm} in {place.text!r}")
+
+    def merge(p: ParsedStep) -> ParsedStep:
+        return replace(p, text=text or f"{pick.text}, {p.text}", arm=pick.arm or p.arm,
+                       sources=pick.sources, route=pick.route + p.route)
+    return _each_reading(place, merge)
 
 
 def _resolve_pronoun(step: ParsedStep, previous: ParsedStep) -> ParsedStep:
     """"it" / "them" in a later clause: as a target, the previous clause's target ("put the
-    bowl in the drawer and close it" -> the drawer; "turn on the stove and put the pot on it"
-    -> the stove); as a source, the previous clause's source ("... and place them in the tray").
-    """
+    bowl in the drawer and close it" -> the drawer; "open the drawer and put the bowl inside"
+    -> the drawer; "turn on the stove and put the pot on it" -> the stove); as a source, the
+    previous clause's source."""
     ref = previous.target or previous.source
-    if step.target is not None and step.target.text in ("it", "them"):
-        step = replace(step, target=_pronoun_target(step.target, ref, previous))
-    if step.sources and step.sources[0].text in ("it", "them"):
-        src = previous.source or ref
-        step = replace(step, sources=(src,) + step.sources[1:])
-    return step
+
+    def resolve(s: ParsedStep) -> ParsedStep:
+        if s.target is not None and s.target.text in ("it", "them") and ref is not None:
+            s = replace(s, target=ref)
+        if s.sources and s.sources[0].text in ("it", "them"):
+            s = replace(s, sources=(previous.source or ref,) + s.sources[1:])
+        return s
+    return _each_reading(step, resolve)
 
 
-def _pronoun_target(pron: EntityRef, ref: EntityRef | None, previous: ParsedStep) -> EntityRef:
-    if ref is None:
-        raise ParseError(f"cannot tell what {pron.text!r} refers to in {previous.text!r}")
-    return ref
+# --------------------------------------------------------------------------- clauses
+
+_ARM = r"(?:your|the) (?P<arm>left|right) (?:arm|hand|gripper)"
+_ARM_PREFIX = re.compile(rf"^(?:(?:use|using|with) {_ARM}(?: to|,)?|(?P<arm2>left|right) "
+                         r"(?:arm|hand|gripper):?) ")
+_ARM_ANYWHERE = re.compile(rf",? (?:using|with) {_ARM}\b")
+_LEAD = re.compile(r"^(?:please|now|then|next|finally),? ")
+_AMONG = re.compile(r"^among (?P<group>[^,]+), ")
+_START_BY = re.compile(r"^(?:start|begin) by (?=\w+ing\b)")
 
 
-def _strip_arm(text: str) -> tuple[str | None, str]:
-    pats = [
-        r"^use (?:your|the) (?P<arm>left|right) (?:arm|hand|gripper) to (?P<rest>.+)$",
-        r"^with (?:your|the) (?P<arm>left|right) (?:arm|hand|gripper),? (?P<rest>.+)$",
-        r"^(?P<rest>.+?),? (?:using|with) (?:your|the) (?P<arm>left|right) (?:arm|hand|gripper)$",
-        r"^(?P<arm>left|right) (?:arm|hand|gripper):? (?P<rest>.+)$",
-    ]
-    for p in pats:
-        m = re.match(p, text)
+def _clause_body(text: str) -> tuple[str | None, str, EntityRef | None]:
+    """(arm, body, group): the arm phrases and lead-ins taken out of one clause."""
+    arms, group, body = [], None, text.strip()
+    while True:
+        m = _ARM_PREFIX.match(body)
         if m:
-            return m["arm"], m["rest"].strip()
-    return None, text.strip()
+            arms.append((m["arm"] or m["arm2"], m.group(0).strip()))
+        elif (m := _AMONG.match(body)) is not None:
+            group = parse_entity(m["group"])
+        elif (m := _LEAD.match(body) or _START_BY.match(body)) is not None:
+            pass
+        else:
+            break
+        body = _degerund(body[m.end():])
+    arms += [(m["arm"], m.group(0).strip(" ,")) for m in _ARM_ANYWHERE.finditer(body)]
+    body = _ARM_ANYWHERE.sub("", body).strip(" ,")
+    if len({arm for arm, _ in arms}) > 1:
+        said = " and ".join(repr(phrase) for _, phrase in arms)
+        raise ParseError(f"two different arms named in {text!r}: {said}")
+    return (arms[0][0] if arms else None), body, group
 
 
-def _rel(phrase: str) -> str:
-    return _REL_OF[phrase.strip()]
+_EXPECTED = ("expected pick up / place / put / stack / move / push / take ... off / open / "
+             "close / turn on|off")
 
 
 def _parse_clause(text: str) -> ParsedStep:
-    arm, body = _strip_arm(text)
-    body = re.sub(r"^(?:please |now |then )", "", body)
-    R = _REL_RE
-
-    # 1. pick up X, <route>, and place it <rel> Y [with the long side facing right]
-    m = re.match(rf"^{_PICK} (?P<src>.+?), (?P<route>.+?),? and {_PUT} (?:it|them) "
-                 rf"(?P<rel>{R}) (?P<tgt>.+?)(?: with (?P<ori>.+))?$", body)
-    if m:
-        return ParsedStep(text, "place", arm, (_parse_entity(m["src"]),), _parse_entity(m["tgt"]),
-                          _rel(m["rel"]), None, _parse_route(m["route"]),
-                          _parse_orientation(m["ori"]) if m["ori"] else None)
-    # 2. take X off Y and place it <rel> Z
-    m = re.match(rf"^(?:take|remove|lift) (?P<src>.+?) (?:off|from) (?:the top of )?(?P<sup>.+?) "
-                 rf"and {_PUT} (?:it|them) (?P<rel>{R}) (?P<tgt>.+)$", body)
-    if m:
-        src = _with_locator(_parse_entity(m["src"]), "on", _parse_entity(m["sup"]))
-        return ParsedStep(text, "place", arm, (src,), _parse_entity(m["tgt"]), _rel(m["rel"]))
-    # 3. pick up X and place it <rel> Y  [with ...]
-    m = re.match(rf"^{_PICK} (?P<src>.+?) and {_PUT} (?:it|them) (?P<rel>{R}) "
-                 rf"(?P<tgt>.+?)(?: with (?P<ori>the (?:long|short) .+))?$", body)
-    if m:
-        ori = _parse_orientation(m["ori"]) if m["ori"] else None
-        return ParsedStep(text, "place", arm, _parse_sources(m["src"]), _parse_entity(m["tgt"]),
-                          _rel(m["rel"]), orientation=ori)
-    # 4. move / place X from (the top of) Y onto Z
-    m = re.match(rf"^(?:move|place|put|transfer|stack|take) (?P<src>.+?) (?:from|off) "
-                 rf"(?:the top of )?(?P<sup>.+?) (?P<rel>onto|on top of|on|into|inside|in|to) "
-                 rf"(?P<tgt>.+)$", body)
-    if m:
-        src = _with_locator(_parse_entity(m["src"]), "on", _parse_entity(m["sup"]))
-        rel = "on" if m["rel"] == "to" else _rel(m["rel"])
-        return ParsedStep(text, "place", arm, (src,), _parse_entity(m["tgt"]), rel)
-    # 5. push X towards / to / into Y
-    m = re.match(rf"^(?:push|slide|shove|nudge) (?P<src>.+?) (?P<rel>{R}|to) (?P<tgt>.+)$", body)
-    if m:
-        rel = "towards" if m["rel"] == "to" else _rel(m["rel"])
-        return ParsedStep(text, "push", arm, _parse_sources(m["src"]), _parse_entity(m["tgt"]),
-                          rel)
-    # 6. put / place / stack X <rel> Y
-    m = re.match(rf"^{_PUT} (?P<src>.+?) (?P<rel>{R}) (?P<tgt>.+)$", body)
-    if m:
-        return ParsedStep(text, "place", arm, _parse_sources(m["src"]), _parse_entity(m["tgt"]),
-                          _rel(m["rel"]))
-    # 7. state changes
-    m = re.match(r"^(?P<verb>open|close|shut) (?P<tgt>.+)$", body)
-    if m:
-        verb = "close" if m["verb"] == "shut" else m["verb"]
-        return ParsedStep(text, verb, arm, (), _parse_entity(m["tgt"]), None,
-                          "open" if verb == "open" else "closed")
-    m = re.match(r"^(?:turn|switch) (?P<state>on|off) (?P<tgt>.+)$", body) or \
-        re.match(r"^(?:turn|switch) (?P<tgt>.+) (?P<state>on|off)$", body)
-    if m:
-        return ParsedStep(text, f"turn_{m['state']}", arm, (), _parse_entity(m["tgt"]), None,
-                          m["state"])
-    # 8. pick up X
-    m = re.match(rf"^{_PICK} (?P<src>.+)$", body)
-    if m:
-        return ParsedStep(text, "pick", arm, _parse_sources(m["src"]), None, None, "lifted")
-    raise ParseError(f"cannot parse the action in {body!r}: expected pick up / place / put / "
-                     f"stack / move / push / take ... off / open / close / turn on|off")
+    arm, body, group = _clause_body(text)
+    body, orientation = _split_orientation(body)
+    readings = _route_moves(body) + _placements(body) + _state_changes(body) or _pickups(body)
+    if not readings:
+        raise ParseError(f"cannot parse the action in {body!r}: {_EXPECTED}")
+    if orientation and readings[0].action != "place":
+        raise ParseError(f"the orientation in {text!r} needs a placement")
+    step = replace(readings[0], alternatives=tuple(readings[1:]))
+    return _each_reading(step, lambda s: _restrict(
+        replace(s, text=text, arm=arm, orientation=orientation or s.orientation), group))
 
 
-def _with_locator(e: EntityRef, rel: str, landmark: EntityRef) -> EntityRef:
-    if e.locator is not None:
-        return e
-    return replace(e, text=f"{e.text} ({rel} {landmark.text})", locator=(rel, landmark))
+def _restrict(step: ParsedStep, group: EntityRef | None) -> ParsedStep:
+    """"Among the cubes, pick up the one on the left": "one" is a cube."""
+    if group is None:
+        return step
+
+    def narrow(ref: EntityRef) -> EntityRef:
+        if not ref.generic or ref.text in PRONOUNS:
+            return ref
+        return replace(ref, noun=group.noun, colors=tuple(dict.fromkeys(ref.colors
+                                                                         + group.colors)))
+    target = narrow(step.target) if step.target else None
+    return replace(step, sources=tuple(narrow(e) for e in step.sources), target=target)
 
 
-def _parse_route(text: str) -> tuple[tuple[str, EntityRef], ...]:
-    out = []
-    for part in re.split(r",? and |, ", text):
-        part = part.strip()
-        m = (re.match(r"^(?:avoid passing over|avoid going over|do not pass over|don't pass over|"
-                      r"avoid) (?P<e>.+?)(?: by detouring around it| on the way)?$", part)
-             or re.match(r"^(?:go|move|detour) around (?P<e>.+?)(?: instead of passing over it)?"
-                         r"(?: on the way)?$", part))
-        if m:
-            out.append(("avoid_over", _parse_entity(m["e"])))
-            continue
-        m = re.match(r"^(?:pass over|move above|go over|move over|pass above|go above) (?P<e>.+?)"
-                     r"(?: on the way)?$", part)
-        if m:
-            out.append(("pass_over", _parse_entity(m["e"])))
-            continue
-        raise ParseError(f"cannot parse the route constraint {part!r}: expected 'avoid passing "
-                         f"over X', 'go around X', 'pass over X' or 'move above X on the way'")
-    return tuple(out)
+def _split_orientation(body: str) -> tuple[str, tuple[str, str] | None]:
+    m = re.search(r"(?:,? with|,) (?P<ori>(?:the )?(?:long|short)(?:er)? (?:side|face|edge)s? "
+                  r".+)$", body)
+    if not m:
+        return body, None
+    return body[:m.start()], _parse_orientation(m["ori"])
 
 
 def _parse_orientation(text: str) -> tuple[str, str]:
@@ -345,107 +392,114 @@ def _parse_orientation(text: str) -> tuple[str, str]:
     return m["side"], m["dir"]
 
 
-def _parse_sources(text: str) -> tuple[EntityRef, ...]:
-    t = text.strip()
-    m = re.match(r"^both (?P<a>.+?) and (?P<b>.+)$", t)
-    if m:
-        return (_parse_entity(m["a"]), _parse_entity(m["b"]))
-    return (_parse_entity(t),)
+def _readings(make, *texts) -> list[ParsedStep]:
+    """[make(*parsed)] when every text parses as a referring expression, else []."""
+    try:
+        return [make(*(parse_entity(t) for t in texts))]
+    except ParseError:
+        return []
 
 
-def _parse_entity(text: str) -> EntityRef:
-    raw = text.strip().strip(",")
-    if not raw:
-        raise ParseError("empty object reference")
-    t = raw
-    if t in ("it", "them", "that", "this one"):
-        return EntityRef(text=t)
-    exclusions: list[tuple[str, object]] = []
-    # relative clause: "that is (not) ..."
-    m = re.match(r"^(?P<base>.+?) (?:that|which|who) (?:is|are) (?P<neg>not )?(?P<pred>.+)$", t)
-    if m:
-        t = m["base"]
-        pred = _parse_predicate(m["pred"])
-        # negated predicates exclude candidates; positive ones ("that is on the cube") must hold
-        exclusions.append(pred if m["neg"] else ("must", pred))
-    t = _ARTICLES.sub("", t)
-    m = re.match(r"^(?P<head>.+?) (?:at|in|on|to) the (?P<pos>(?:far )?(?:front|back|middle|left|"
-                 r"right|center|centre|top|bottom|rear))(?: side| one| position| end)?$", t)
-    if m:  # "the black bowl at the front", "the ball on the left side"
-        t = f"{m['pos'].split()[-1]} {m['head']}"
-    locator = None
-    m = re.match(rf"^(?P<head>.+?) (?P<rel>{_REL_RE}|from the top of|from|of|off) (?P<lm>.+)$", t)
-    if m:
-        lm = _ARTICLES.sub("", m["lm"])
-        lm_words = lm.split()
-        if lm_words and all(w in POSITION_WORDS or w in ("side", "position") for w in lm_words) \
-                and m["rel"] not in ("of",):
-            # "the bowl in the middle", "the ball on the left side" -> attribute
-            t = m["head"] + " " + " ".join(w for w in lm_words if w in POSITION_WORDS)
-        else:
-            rel = m["rel"]
-            canon = {"from": "on", "off": "on", "from the top of": "on",
-                     "of": "part_of"}.get(rel) or _rel(rel)
-            locator = (canon, _parse_entity(m["lm"]))
-            t = m["head"]
-    words = [w for w in re.split(r"[\s]+", t) if w]
-    colors, attrs, noun = [], [], []
-    for w in words:
-        if w.startswith("non-") and w[4:] in COLORS:
-            exclusions.append(("color", w[4:]))
-        elif w in COLORS and not noun:
-            colors.append("gray" if w == "grey" else w)
-        elif w in SIZE_WORDS and not noun:
-            attrs.append(SIZE_WORDS[w])
-        elif w in POSITION_WORDS and (not noun or w in ("left", "right", "middle")):
-            attrs.append(POSITION_WORDS[w])
-        elif w in ("one", "position", "side") and (noun or attrs):
+def _route_moves(body: str) -> list[ParsedStep]:
+    """"move X over|via|around Y to Z": a placement with a route constraint."""
+    m = re.match(rf"^(?:{'|'.join(_PUT_VERBS)}) (?P<src>.+?) (?P<via>over|across|via|around) "
+                 r"(?P<mid>.+?) (?P<rel>to|onto|into|on|in) (?P<tgt>.+)$", body)
+    if not m:
+        return []
+    kind = "avoid_over" if m["via"] == "around" else "pass_over"
+    rel = "in" if m["rel"] in ("in", "into") else "on"
+    return _readings(lambda s, r, t: ParsedStep(body, "place", None, (s,), t, rel,
+                                                 route=((kind, r),)),
+                     m["src"], m["mid"], m["tgt"])
+
+
+_PLACE_REL = re.compile(rf"(?<= )(?:{REL_RE}|to)(?= )")
+_ELIDED = {"inside": "in", "in": "in", "into": "in", "in there": "in", "on top": "on",
+           "onto": "on", "on": "on"}
+
+
+def _placements(body: str) -> list[ParsedStep]:
+    """"put X <relation> Y" / "push X towards Y" at every relation phrase that leaves a
+    well-formed X and Y, the last split first; "put X inside" leaves Y to the previous step."""
+    m = re.match(rf"^(?P<verb>{_PUT}|{'|'.join(_PUSH_VERBS)}) (?P<rest>.+)$", body)
+    if not m:
+        return []
+    action = "push" if m["verb"] in _PUSH_VERBS else "place"
+    rest, out = m["rest"], []
+    for r in reversed(list(_PLACE_REL.finditer(rest))):
+        src, tgt = rest[:r.start()].strip(), rest[r.end():].strip()
+        rel = ("towards" if action == "push" else "on") if r[0] == "to" else relation(r[0])
+        try:
+            sources = _sources(src)
+        except ParseError:
             continue
-        elif w == "and" and colors and not noun:
-            continue  # "yellow and white mug"
-        else:
-            noun.append(w)
-    noun_text = " ".join(noun)
-    if not noun_text and not colors and not attrs:
-        raise ParseError(f"cannot find an object in {raw!r}")
-    if noun_text.endswith("s") and noun_text[:-1] in NOUN_SHAPES:
-        noun_text = noun_text[:-1]
-    return EntityRef(text=raw, noun=noun_text or "object", colors=tuple(colors),
-                     attributes=tuple(attrs), locator=locator, exclusions=tuple(exclusions))
+        out += _readings(lambda t: ParsedStep(body, action, None, sources, t, rel), tgt)
+    e = re.match(rf"^(?P<src>.+) (?P<rel>{'|'.join(_ELIDED)})$", rest)
+    if e and action == "place" and not out:
+        out += _readings(lambda s: ParsedStep(body, action, None, (s,), EntityRef("it"),
+                                              _ELIDED[e["rel"]]), e["src"])
+    return out
 
 
-def _parse_predicate(pred: str) -> tuple[str, object]:
-    p = pred.strip()
-    if re.match(r"^(?:touching|on|resting on|standing on) the table$", p):
-        return ("touching", "table")
-    m = re.match(r"^(?:a|an) (?P<n>\w+)$", p)
-    if m and m["n"] in NOUN_SHAPES:
-        return ("noun", m["n"])
-    if p in COLORS:
-        return ("color", p)
-    m = re.match(r"^(?:the |in the |on the |at the )?(?P<w>\w+)(?: position| side| one)?$", p)
-    if m and m["w"] in POSITION_WORDS:
-        return ("position", POSITION_WORDS[m["w"]])
-    if m and m["w"] in SIZE_WORDS:
-        return ("size", SIZE_WORDS[m["w"]])
-    m = re.match(rf"^(?P<rel>{_REL_RE}) (?P<lm>.+)$", p)
+def _sources(text: str) -> tuple[EntityRef, ...]:
+    return parse_sources(text) if text not in ("it", "them") else (EntityRef(text=text),)
+
+
+def _state_changes(body: str) -> list[ParsedStep]:
+    m = re.match(r"^(?P<verb>open|close|shut) (?P<tgt>.+)$", body)
     if m:
-        return ("rel", (_rel(m["rel"]), _parse_entity(m["lm"])))
-    raise ParseError(f"cannot parse the relative clause {pred!r}")
+        verb = "close" if m["verb"] == "shut" else m["verb"]
+        return _readings(lambda t: ParsedStep(body, verb, None, (), t, None,
+                                              "open" if verb == "open" else "closed"), m["tgt"])
+    m = re.match(r"^(?:turn|switch) (?P<state>on|off) (?P<tgt>.+)$", body) or \
+        re.match(r"^(?:turn|switch) (?P<tgt>.+) (?P<state>on|off)$", body)
+    if m:
+        state = m["state"]
+        return _readings(lambda t: ParsedStep(body, f"turn_{state}", None, (), t, None, state),
+                         m["tgt"])
+    return []
 
 
-def _parse_condition(text: str) -> Condition:
-    t = text.strip()
-    m = re.match(r"^there (?:is|are) (?P<no>no |not any |not an? )?(?P<e>.+)$", t)
-    if m:
-        ent = _parse_entity(m["e"])
-        if ent.locator is None:
-            raise ParseError(f"cannot parse the condition {text!r}: 'there is X' needs a place")
-        rel, lm = ent.locator
-        return Condition(t, "exists", replace(ent, locator=None), rel, lm, bool(m["no"]))
-    m = re.match(rf"^(?P<s>.+?) (?:is|are) (?P<neg>not )?(?P<rel>{_REL_RE}) (?P<lm>.+)$", t)
-    if m:
-        return Condition(t, "relation", _parse_entity(m["s"]), _rel(m["rel"]),
-                         _parse_entity(m["lm"]), bool(m["neg"]))
-    raise ParseError(f"cannot parse the condition {text!r}: expected 'X is <relation> Y' or "
-                     f"'there is (no) X <relation> Y'")
+def _pickups(body: str) -> list[ParsedStep]:
+    """"pick up X[, <route>...]" / "move X while <route>" (a carry: "then place it" follows)."""
+    m = re.match(rf"^(?P<verb>{_PICK}|{'|'.join(_CARRY_VERBS)}) (?P<src>[^,]+?)"
+                 r"(?:(?:,|,? while) (?P<route>.+))?$", body)
+    if not m:
+        return []
+    carry = m["verb"] in _CARRY_VERBS
+    src = parse_sources(m["src"])  # a bad object reference is the error to report
+    route = _parse_route(m["route"]) if m["route"] else ()
+    return [ParsedStep(body, "carry" if carry else "pick", None, src, None, None,
+                       None if carry else "lifted", route)]
+
+
+_AVOID = (r"(?:detour (?:to )?)?(?:avoid|avoiding|do not|don't|never) (?:(?:pass|passing|go|"
+          r"going|move|moving) (?:over|above|across) )?(?P<e>.+?)(?: by detouring around it)?",
+          r"(?:go|going|move|moving|detour|detouring) around (?P<e>.+?)"
+          r"(?: instead of passing over it)?")
+_PASS = (r"(?:pass|passing|go|going|move|moving) (?:over|above|across|via) (?P<e>.+?)",)
+_ROUTE_FORMS = [(kind, re.compile(f"^{p}(?: on the way)?$"))
+                for kind, pats in (("avoid_over", _AVOID), ("pass_over", _PASS)) for p in pats]
+
+
+def _parse_route(text: str) -> tuple[tuple[str, EntityRef], ...]:
+    """Route segments ("pass over X", "do not pass over X, detour to avoid passing over it");
+    "it" is the entity of the previous segment; repeats of one constraint count once."""
+    out: list[tuple[str, EntityRef]] = []
+    for part in re.split(r",? and |, ", text):
+        part = part.strip()
+        kind, m = next(((k, m) for k, p in _ROUTE_FORMS if (m := p.match(part))), (None, None))
+        if m is None:
+            raise ParseError(f"cannot parse the route constraint {part!r}: expected 'avoid "
+                             f"passing over X', 'go around X', 'pass over X' or 'move above X "
+                             f"on the way'")
+        ent = parse_entity(m["e"])
+        if ent.text in PRONOUNS:
+            if not out:
+                raise ParseError(f"cannot tell what {ent.text!r} refers to in {part!r}")
+            ent = out[-1][1]
+        if any(e == ent and k != kind for k, e in out):
+            raise ParseError(f"the route both avoids and passes over {ent.text!r} in {text!r}")
+        if (kind, ent) not in out:
+            out.append((kind, ent))
+    return tuple(out)
