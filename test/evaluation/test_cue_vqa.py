@@ -247,7 +247,7 @@ def test_http_backend_against_a_local_server(tasks, sim, tmp_path, server):
 
 
 def test_http_timeout_is_a_wrong_answer_and_a_dead_server_stops_the_run(tasks, sim, tmp_path, server):
-    server.slow = "What should the robot do first"  # the decision question
+    server.slow = "What should the robot do with"  # the decision question
     url = f"http://127.0.0.1:{server.server_address[1]}/vqa"
     m = run(f"http?url={url}&timeout=0.3", tasks[:1], tmp_path, sim, cues=CUES[:1])
     rows = read_rows(tmp_path)

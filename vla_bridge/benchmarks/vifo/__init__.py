@@ -29,8 +29,7 @@ from vla_bridge.benchmarks.vifo.insertion import (AUTHORIZED_PROMPT, PROTOCOLS, 
                                                   CueInserter, EpisodeRecord, full_chain_accuracy,
                                                   ghost_layers, insert, make_cue, pixels_to_region,
                                                   project_anchor, project_anchors,
-                                                  protocol_language, protocol_metrics,
-                                                  vqa_questions)
+                                                  protocol_language, protocol_metrics)
 from vla_bridge.benchmarks.vifo.grounding import GroundedTask, GroundingError, ground
 from vla_bridge.benchmarks.vifo.parser import ParsedTask, ParseError, parse
 from vla_bridge.benchmarks.vifo.projection import (Projection, intrinsics, project_point,
@@ -42,7 +41,7 @@ __all__ = [
     "family", "foreground_mask", "list_variants", "region_to_pixels", "render_sign",
     "AUTHORIZED_PROMPT", "PROTOCOLS", "CueInserter", "EpisodeRecord", "ghost_layers", "insert",
     "make_cue", "pixels_to_region", "project_anchor", "project_anchors", "protocol_language",
-    "protocol_metrics", "VQA_STAGES", "vqa_questions", "full_chain_accuracy", "GroundedTask",
+    "protocol_metrics", "VQA_STAGES", "full_chain_accuracy", "GroundedTask",
     "GroundingError", "ParsedTask", "ParseError", "ground", "parse", "Projection", "intrinsics",
     "project_point", "project_points",
 ]

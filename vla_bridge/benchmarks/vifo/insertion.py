@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 import cv2
 import numpy as np
 
-from vla_bridge.benchmarks.vifo.families import (FAMILIES, FIXED_REGION, INSERTION_MODES,
+from vla_bridge.benchmarks.vifo.families import (FIXED_REGION, INSERTION_MODES,
                                                  SCENE_ANCHORED, STATE_OVERLAY, Anchor2D, AnchorRef,
                                                  CueContext, CueSpec, GhostLayer, SignSpec, draw,
                                                  family, foreground_mask, region_to_pixels)
@@ -40,7 +40,7 @@ __all__ = [
     "resolve_anchor", "project_anchor", "project_anchors", "insert", "CueInserter",
     "ghost_layers", "make_cue", "PLACE_OFFSET_M", "LIFT_OFFSET_M", "PROTOCOLS",
     "AUTHORIZED_PROMPT", "protocol_language", "protocol_metrics", "EpisodeRecord",
-    "VQA_STAGES", "vqa_questions", "full_chain_accuracy",
+    "VQA_STAGES", "full_chain_accuracy",
 ]
 
 PLACE_OFFSET_M = 0.09  # placement point distance from the target for directional relations
@@ -366,74 +366,11 @@ def protocol_metrics(records: Iterable[EpisodeRecord], by_family: bool = False) 
     }
 
 
-# ----------------------------------------------------------------------------- Part I-A questions
+# ----------------------------------------------------------------------------- Part I-A scoring
+# (the questions themselves: vla_bridge.evaluation.vqa.questions, which names objects as they
+# look in the image)
 
 VQA_STAGES = ("detection", "semantics", "grounding", "decision")
-_REL_WORDS = {"left_of": "to the left of", "right_of": "to the right of", "behind": "behind",
-              "in_front_of": "in front of", "on": "on", "in": "in", "towards": "towards",
-              "beside": "beside", "near": "near", "under": "under", "above": "above"}
-
-
-def _describe(name: str | None) -> str:
-    return "nothing" if name is None else name.replace("_", " ")
-
-
-def _task_phrase(action: str, source: str | None, relation: str | None, target: str | None) -> str:
-    if action == "pick":
-        return f"pick up the {_describe(source)}"
-    if action in ("place", "push"):
-        verb = "place" if action == "place" else "push"
-        rel = _REL_WORDS.get(relation, relation)
-        return f"{verb} the {_describe(source)} {rel} the {_describe(target)}"
-    return f"{action.replace('_', ' ')} the {_describe(target)}"
-
-
-def vqa_questions(cue: CueSpec, world, seed: int = 0) -> list[dict]:
-    """Four multiple-choice questions for one cue instance (Part I-A): cue detection, semantic
-    interpretation, scene grounding and action decision. Each is ``{"stage", "question",
-    "options", "answer"}`` (answer = index into options); options are shuffled with ``seed``.
-    Full-Chain Accuracy counts an instance only when all four are answered correctly.
-    """
-    task = cue.task
-    if not isinstance(task, GroundedTask):
-        raise ValueError("vqa_questions needs a cue built from a GroundedTask (make_cue)")
-    rng = np.random.default_rng(seed)
-    step = task.steps[0]
-    names = sorted(_objects(world))
-    others = [n for n in names if n not in (step.source, step.target)]
-
-    def mc(stage, question, correct, wrong):
-        wrong = [w for w in dict.fromkeys(wrong) if w != correct][:3]
-        options = [correct] + wrong
-        order = rng.permutation(len(options))
-        options = [options[i] for i in order]
-        return {"stage": stage, "question": question, "options": options,
-                "answer": options.index(correct)}
-
-    fam = family(cue.family)
-    other_fams = [f.title for f in FAMILIES.values() if f.code != fam.code]
-    rng.shuffle(other_fams)
-    correct = _task_phrase(step.action, step.source, step.relation, step.target)
-    flipped = {"left_of": "right_of", "right_of": "left_of", "behind": "in_front_of",
-               "in_front_of": "behind"}.get(step.relation or "", "behind")
-    wrong_sem = [
-        _task_phrase(step.action, others[0] if others else step.target, step.relation, step.target),
-        _task_phrase(step.action, step.source, flipped, step.target) if step.action != "pick"
-        else _task_phrase("place", step.source, "behind", others[1] if len(others) > 1 else None),
-        _task_phrase("pick", step.target or (others[-1] if others else None), None, None),
-    ]
-    arm = step.arm or "either"
-    return [
-        mc("detection", "Does the image contain a visual cue, and of which kind?",
-           fam.title, [*other_fams[:2], "There is no visual cue"]),
-        mc("semantics", "What task does the visual cue indicate?", correct, wrong_sem),
-        mc("grounding", "Which object in the scene does the cue ask the robot to manipulate?",
-           _describe(step.source or step.target), [_describe(n) for n in others]),
-        mc("decision", "What should the robot do first to follow the cue?",
-           f"move the {arm} gripper to the {_describe(step.source or step.target)}",
-           [f"move the {arm} gripper to the {_describe(n)}" for n in others[:2]]
-           + ["stay still: the cue gives no task"]),
-    ]
 
 
 def full_chain_accuracy(answers: Iterable[Iterable[bool]]) -> float:

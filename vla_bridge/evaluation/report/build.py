@@ -178,7 +178,7 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None, **kw
                                 if tasks_differ(rows) else None)
     report["intact"] = intact_rates(run_dir, rows)
     report["policy_latency"] = latency_summary(rows)
-    report["cues"] = cue_table(rows)
+    report["cues"] = cue_table(rows, run_dir)
     report["pilot"] = _pilot(run_dir, moved)
     empty_table, table_for_plot = _add_compare(report, run_dir, info, rows, table, paper, opts,
                                                sections)

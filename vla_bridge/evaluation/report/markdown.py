@@ -147,6 +147,39 @@ def _intact(report: dict) -> list[str]:
     return out + [""]
 
 
+#: Part I-A rows of the report's Table 2: (key of the VQA metrics, label)
+VQA_ROWS = (("detection", "VQA Det."), ("semantics", "VQA Sem."), ("grounding", "VQA Gnd."),
+            ("decision", "VQA Dec."), ("fca", "VQA FCA"), ("vqa", "VQA"))
+
+
+def _family_rows(metrics: dict, keys, fams: list[str]) -> list[list[str]]:
+    """One Table 2 row per (key, label): each family, Avg. (macro), All (pooled)."""
+    return [[label] + [_fmt(metrics["by_family"].get(f, {}).get(key)) for f in fams]
+            + [_fmt(metrics["average"].get(key)), _fmt(metrics["overall"].get(key))]
+            for key, label in keys]
+
+
+def _vqa_note(vqa: dict) -> str:
+    o = vqa["overall"]
+    return (f"VQA rows: Part I-A answers in `{vqa['dir']}/` ({', '.join(vqa['backends'])}; "
+            f"{o['instances']} instances, {o['cue_free']} detection questions on cue-free "
+            "images); VQA is the mean of the four stage accuracies (the paper's Table 2 "
+            "score), FCA counts instances with all four right; chance (uniform guess): VQA "
+            f"{_fmt(o['chance']['vqa'])}, FCA {_fmt(o['chance']['fca'], 2)}.")
+
+
+def _protocol_note(cues: dict) -> str:
+    from vla_bridge.benchmarks.vifo.protocols import METRICS as CUE_METRICS
+    counts = ", ".join(f"{p or 'none'} {c['episodes']} ({c['failed']} failed)"
+                       for p, c in cues["episodes"].items())
+    by_task: dict[str, list[str]] = {}  # the task each metric is against
+    for key, label in CUE_METRICS:
+        by_task.setdefault((cues.get("tasks") or {}).get(key, "?"), []).append(label)
+    tasks = "; ".join(f"{task}: {', '.join(labels)}" for task, labels in by_task.items())
+    return (f"Episodes per protocol: {counts}. Avg. is the mean over families, All pools every "
+            f"episode; a failed episode counts as not completed. Tasks: {tasks}.")
+
+
 def _cues(report: dict) -> list[str]:
     cues = report.get("cues")
     if not cues:
@@ -154,20 +187,13 @@ def _cues(report: dict) -> list[str]:
     from vla_bridge.benchmarks.vifo.protocols import FAMILY_LABELS
     from vla_bridge.benchmarks.vifo.protocols import METRICS as CUE_METRICS
     out = ["## Visual-cue protocols (LIBERO-VIFO Table 2 style, percent)", ""]
-    fams = sorted(cues["by_family"])
+    vqa = cues.get("vqa")
+    fams = sorted(set(cues["by_family"]) | set((vqa or {}).get("by_family", {})))
     header = ["metric"] + [FAMILY_LABELS.get(f, f) for f in fams] + ["Avg.", "All"]
-    out += _md_table(header, [[label] + [_fmt(cues["by_family"][f].get(key)) for f in fams]
-                              + [_fmt(cues["average"].get(key)), _fmt(cues["overall"].get(key))]
-                              for key, label in CUE_METRICS])
-    counts = ", ".join(f"{p or 'none'} {c['episodes']} ({c['failed']} failed)"
-                       for p, c in cues["episodes"].items())
-    by_task: dict[str, list[str]] = {}  # the task each metric is against
-    for key, label in CUE_METRICS:
-        by_task.setdefault((cues.get("tasks") or {}).get(key, "?"), []).append(label)
-    tasks = "; ".join(f"{task}: {', '.join(labels)}" for task, labels in by_task.items())
-    return out + ["", f"Episodes per protocol: {counts}. Avg. is the mean over families, All "
-                  "pools every episode; a failed episode counts as not completed. "
-                  f"Tasks: {tasks}.", ""]
+    rows = _family_rows(vqa, VQA_ROWS, fams) if vqa else []
+    rows += _family_rows(cues, CUE_METRICS, fams) if cues["episodes"] else []
+    notes = ([_vqa_note(vqa)] if vqa else []) + ([_protocol_note(cues)] if cues["episodes"] else [])
+    return out + _md_table(header, rows) + [""] + [" ".join(notes), ""]
 
 
 def _latency(report: dict) -> list[str]:

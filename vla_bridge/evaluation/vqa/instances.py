@@ -18,8 +18,9 @@ from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, episode_seed
 
 from vla_bridge.benchmarks.vifo.families import FAMILIES, STATE_OVERLAY, family
 from vla_bridge.benchmarks.vifo.insertion import insert
-from vla_bridge.benchmarks.vifo.protocols import (UNSUPPORTED_IN_GRAPH, build_cue,
-                                                  episode_scene_cues, resolve_family_variant)
+from vla_bridge.benchmarks.vifo.protocols import (DEFAULT_VARIANTS, UNSUPPORTED_IN_GRAPH,
+                                                  build_cue, episode_scene_cues,
+                                                  resolve_family_variant)
 from vla_bridge.benchmarks.vifo.replay import GHOST_POSES, ghost_path
 from vla_bridge.sim_nodes.mujoco_ghosts import render_ghost_layers
 
@@ -63,6 +64,19 @@ class VqaInstance:
         not repeat across the families of one episode (a position bias stays a bias)."""
         return zlib.crc32(f"{self.seed}|{self.family}|{self.variant}".encode())
 
+    @property
+    def cue_free_detection(self) -> bool:
+        """Whether the detection question shows the render without the cue (answer: "no
+        cue"). Every other cue of a (task, seed), counting families F1..F8 and then each
+        family's variants from its default one, starting from a coin flip per (task, seed):
+        half of the instances, exactly 4 of the 8 families at their default variants."""
+        fam = family(self.family)
+        variants = list(fam.variants)
+        default = DEFAULT_VARIANTS.get(fam.code, variants[0])
+        step = (variants.index(self.variant) - variants.index(default)) % len(variants)
+        flip = zlib.crc32(f"{self.task.id}|{self.seed}".encode())
+        return (int(fam.code[1:]) + step + flip) % 2 == 1
+
 
 def plan_instances(tasks: Iterable[TaskSpec], cues: Sequence[tuple[str, str]],
                    rounds: int = 1, seeds: Sequence[int] | None = None,
@@ -105,6 +119,11 @@ class VqaScene:
         # scene placement: the card textures (rewritten per instance)
         self.textures = tempfile.TemporaryDirectory(prefix="vla_bridge_vqa_") \
             if placement == "scene" else None
+
+    @property
+    def model(self):
+        """The CameraModel of the last frame (position words in the options come from it)."""
+        return self.frame[2]
 
     def close(self) -> None:
         if self.textures is not None:

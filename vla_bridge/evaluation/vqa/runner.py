@@ -2,7 +2,9 @@
 
 ``run_vqa`` skips the instances whose four rows are already in the output directory, so an
 interrupted run resumes; ``ask`` turns whatever a backend returns (or raises) into an answer
-index or a recorded error. MuJoCo is imported only when ``run_vqa`` builds its own simulator.
+index or a recorded error; ``instance_rows`` shows each question its image (the cue-free
+render for a cue-free detection question, else the cued one). MuJoCo is imported only when
+``run_vqa`` builds its own simulator.
 """
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ import numpy as np
 from vla_bridge.evaluation.progress import Progress
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 
-from vla_bridge.benchmarks.vifo.insertion import vqa_questions
 from vla_bridge.benchmarks.vifo.protocols import check_placement
 from vla_bridge.evaluation.vqa.backends import (VqaBackend, VqaBackendUnavailable, encode_png,
                                                 make_vqa_backend)
 from vla_bridge.evaluation.vqa.instances import (VqaInstance, VqaScene, cued_image, parse_cues,
                                                  plan_instances)
+from vla_bridge.evaluation.vqa.questions import QUESTIONS_VERSION, vqa_questions
 from vla_bridge.evaluation.vqa.results import (EXAMPLES_DIR, RESULTS_FILE, done_instances,
                                                read_rows, write_metrics)
 
@@ -54,18 +56,23 @@ def ask(backend, image: np.ndarray, q: dict) -> tuple[int | None, str | None, fl
     return answer, error, time.perf_counter() - t0
 
 
-def instance_rows(backend, inst: VqaInstance, image, world, cue, camera: str,
-                  spec: str, placement: str = "overlay") -> list[dict]:
-    """Ask the four questions of one instance; one row per question."""
+def instance_rows(backend, inst: VqaInstance, shot: tuple, scene: VqaScene,
+                  spec: str) -> list[dict]:
+    """Ask the four questions of one instance; one row per question. ``shot`` is
+    ``cued_image``'s (raw, cued, world, cue); ``scene`` gives the camera and placement."""
+    raw, cued, world, cue = shot
+    camera, placement = scene.camera, scene.placement
     base = {"instance": inst.key(camera, placement), "task": inst.task.id,
             "scene": inst.task.scene, "level": inst.task.level, "family": inst.family,
             "variant": inst.variant, "seed": inst.seed, "camera": camera,
-            "placement": placement, "backend": spec}
+            "placement": placement, "backend": spec, "questions": QUESTIONS_VERSION}
     rows = []
-    for q in vqa_questions(cue, world, inst.question_seed):
-        answer, error, secs = ask(backend, image, q)
-        rows.append({**base, "stage": q["stage"], "question": q["question"],
-                     "options": q["options"], "correct_index": q["answer"], "answer": answer,
+    for q in vqa_questions(cue, world, scene.model, inst.question_seed,
+                           inst.cue_free_detection):
+        answer, error, secs = ask(backend, cued if q["cue_shown"] else raw, q)
+        rows.append({**base, "stage": q["stage"], "cue_shown": q["cue_shown"],
+                     "question": q["question"], "options": q["options"],
+                     "correct_index": q["answer"], "answer": answer,
                      "correct": answer == q["answer"], "seconds": round(secs, 4), "error": error})
     return rows
 
@@ -74,7 +81,12 @@ def instance_rows(backend, inst: VqaInstance, image, world, cue, camera: str,
 
 def _check_same(rows: list[dict], spec: str, camera: str, out: Path,
                 placement: str = "overlay") -> None:
-    """Resuming must not mix backends, cameras or placements in one directory's metrics."""
+    """Resuming must not mix backends, cameras, placements or question versions in one
+    directory's metrics."""
+    versions = sorted({r.get("questions", 1) for r in rows})
+    if any(v != QUESTIONS_VERSION for v in versions):
+        raise ValueError(f"{out} holds answers to questions of version {versions}, not "
+                         f"{QUESTIONS_VERSION}: use another --output so the metrics do not mix")
     placements = sorted({r.get("placement", "overlay") for r in rows})
     if any(p != placement for p in placements):
         raise ValueError(f"{out} holds answers for cue placement {placements}, not "
@@ -168,11 +180,11 @@ def _run(backend, spec, todo, out, scene, skipped, stream, resumed) -> None:
 def _run_instance(backend, spec, inst, scene, out, fh) -> str | None:
     """Render, ask and append one instance's four rows; the reason when it is skipped."""
     try:
-        _raw, image, world, cue = cued_image(scene, inst)
+        shot = cued_image(scene, inst)
     except (ValueError, KeyError) as exc:
         return str(exc)
-    rows = instance_rows(backend, inst, image, world, cue, scene.camera, spec, scene.placement)
+    rows = instance_rows(backend, inst, shot, scene, spec)
     fh.write("".join(json.dumps(r) + "\n" for r in rows))  # one write: whole or torn, never half
     fh.flush()
-    _save_example(out, inst, image)
+    _save_example(out, inst, shot[1])
     return None

@@ -21,7 +21,10 @@ this package is imported::
     f8_code        QR (cv2.QRCodeEncoder) and ArUco (cv2.aruco) codes that OpenCV decodes
 
 Scene-anchored elements whose anchors were dropped are not drawn (an arrow needs both ends).
-Sizes scale with the image height (reference 240 px), fixed regions are normalised boxes.
+Sizes scale with the image height (reference 240 px). Fixed regions are normalised boxes, and
+their cues (F1 text, F4 panels) are drawn at one canonical resolution and resized to the box,
+F8 codes laid out in whole pixels at the reference and scaled: the same layout at 320x240 and
+at 1280x960.
 Pure logic: imports numpy and OpenCV only.
 """
 from vla_bridge.benchmarks.vifo.families.base import (FAMILIES, FIXED_REGION, INSERTION_MODES,

@@ -2,6 +2,12 @@
 
 Sizes scale with the image height (reference 240 px, ``img_scale``); points are pixel-index
 (u, v) floats, drawn with 4 fractional bits (``shift_pts``) for sub-pixel anti-aliasing.
+
+Fixed-region tiles (F1 text, F4 panels) are drawn once at a canonical resolution, ``CANON``
+times the reference (``canonical_size``; a ``Layer`` holds the premultiplied colour and the
+opacity), then resized to the region (``fit_tile``) and blended in (``composite``): the
+layout is the same at every resolution, which OpenCV's text (its glyph widths do not scale
+linearly with the font scale) would not give if drawn at each image's own size.
 """
 from __future__ import annotations
 
@@ -32,15 +38,6 @@ def stroke(img: np.ndarray, base: float) -> int:
     return max(1, int(round(base * img_scale(img))))
 
 
-def blend_rect(img: np.ndarray, x0: int, y0: int, x1: int, y1: int, color, alpha: float) -> None:
-    """Blend a filled rectangle of ``color`` at opacity ``alpha`` into ``img`` in place."""
-    roi = img[y0:y1, x0:x1]
-    if roi.size:
-        fill = np.empty_like(roi)
-        fill[:] = color
-        cv2.addWeighted(fill, alpha, roi, 1.0 - alpha, 0.0, dst=roi)
-
-
 def ipt(p) -> tuple[int, int]:
     """A float point as rounded integer pixel coordinates."""
     return int(round(float(p[0]))), int(round(float(p[1])))
@@ -49,18 +46,6 @@ def ipt(p) -> tuple[int, int]:
 def shift_pts(pts: np.ndarray) -> np.ndarray:
     """Float points -> int32 with 4 fractional bits (sub-pixel drawing with shift=4)."""
     return np.round(np.asarray(pts, float) * 16).astype(np.int32)
-
-
-def text_block(img, lines, org_xy, scale, thickness, color, outline=None, line_h=None):
-    """Draw ``lines`` from the baseline ``org_xy`` down, optionally with a 1 px outline."""
-    x, y = org_xy
-    lh = line_h or int(cv2.getTextSize("Ag", FONT, scale, thickness)[0][1] * 1.6) + 2
-    for i, line in enumerate(lines):
-        yy = y + i * lh
-        if outline is not None:  # same thickness, shifted: Hershey advance depends on thickness
-            for dx, dy in ((-1, -1), (0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1), (1, 1)):
-                cv2.putText(img, line, (x + dx, yy + dy), FONT, scale, outline, thickness, AA)
-        cv2.putText(img, line, (x, yy), FONT, scale, color, thickness, AA)
 
 
 @lru_cache(maxsize=512)
@@ -85,6 +70,82 @@ def fit_text(text: str, w: int, h: int, max_scale: float = 1.0):
                 lines[-1] = lines[-1][: max(1, len(lines[-1]) - 2)] + ".."
             return tuple(lines), scale, th, line_h, ch
         scale = round(scale - 0.025, 3)
+
+
+# ----------------------------------------------------------------------------- fixed-region tiles
+
+CANON = 4  # fixed-region tiles are drawn at 4x the 240 px reference (960 px high)
+
+
+def canonical_size(box, img: np.ndarray) -> tuple[int, int]:
+    """(w, h) of the tile of a normalised region at the canonical resolution: the same for
+    every image of one aspect ratio."""
+    x, y, w, h = (float(v) for v in box)
+    bw = min(x + w, 1.0) - max(x, 0.0)
+    bh = min(y + h, 1.0) - max(y, 0.0)
+    ref_w = img.shape[1] * 240.0 / img.shape[0]
+    return max(1, int(round(bw * ref_w * CANON))), max(1, int(round(bh * 240 * CANON)))
+
+
+class Layer:
+    """A tile painted over a transparent canvas: premultiplied RGB and opacity (float32)."""
+
+    def __init__(self, w: int, h: int):
+        self.rgb = np.zeros((h, w, 3), np.float32)
+        self.alpha = np.zeros((h, w), np.float32)
+
+    def paint(self, mask: np.ndarray, color, opacity: float = 1.0) -> None:
+        """Paint ``color`` where ``mask`` (float in [0, 1]) is, at ``opacity``."""
+        x = mask.astype(np.float32) * float(opacity)
+        self.rgb = self.rgb * (1.0 - x[..., None]) + np.asarray(color, np.float32) * x[..., None]
+        self.alpha = self.alpha * (1.0 - x) + x
+
+    def rect(self, x0: int, y0: int, x1: int, y1: int, color, opacity: float = 1.0) -> None:
+        """Fill the box (x1, y1 exclusive)."""
+        mask = np.zeros(self.alpha.shape, np.float32)
+        mask[max(0, y0):y1, max(0, x0):x1] = 1.0
+        self.paint(mask, color, opacity)
+
+    def frame(self, x0: int, y0: int, x1: int, y1: int, color, width: int) -> None:
+        """A ``width`` px border just inside the box."""
+        mask = np.zeros(self.alpha.shape, np.float32)
+        mask[y0:y1, x0:x1] = 1.0
+        mask[y0 + width:y1 - width, x0 + width:x1 - width] = 0.0
+        self.paint(mask, color)
+
+    def text(self, lines, org_xy, scale: float, thickness: int, color, line_h: float,
+             outline=None, outline_px: int = 0) -> None:
+        """``lines`` from the baseline ``org_xy`` down, with an ``outline_px`` outline."""
+        mask = np.zeros(self.alpha.shape, np.uint8)
+        x, y = org_xy
+        for i, line in enumerate(lines):
+            org = (int(round(x)), int(round(y + i * line_h)))
+            cv2.putText(mask, line, org, FONT, scale, 255, thickness, AA)
+        if outline is not None and outline_px > 0:
+            ring = cv2.dilate(mask, np.ones((2 * outline_px + 1,) * 2, np.uint8))
+            self.paint(ring / 255.0, outline)
+        self.paint(mask / 255.0, color)
+
+
+def fit_tile(rgb: np.ndarray, alpha: np.ndarray, w: int, h: int):
+    """A canonical tile (premultiplied RGB, alpha) resized to w x h (area-averaged down):
+    read-only (colour uint8, alpha, 1 - alpha) for ``composite``."""
+    interp = cv2.INTER_AREA if w <= rgb.shape[1] else cv2.INTER_LINEAR
+    rgb = cv2.resize(rgb, (w, h), interpolation=interp)
+    alpha = np.clip(cv2.resize(alpha, (w, h), interpolation=interp), 0.0, 1.0)
+    colour = rgb / np.maximum(alpha, 1e-6)[..., None]
+    out = (np.clip(colour + 0.5, 0, 255).astype(np.uint8), alpha, 1.0 - alpha)
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+def composite(img: np.ndarray, tile, x0: int, y0: int) -> None:
+    """Blend a ``fit_tile`` tile into ``img`` in place, its top-left corner at (x0, y0)."""
+    colour, alpha, inv = tile
+    h, w = alpha.shape
+    roi = img[y0:y0 + h, x0:x0 + w]
+    roi[:] = cv2.blendLinear(colour, roi, alpha, inv)
 
 
 # ----------------------------------------------------------------------------- lines, arrows
@@ -154,8 +215,9 @@ def color_param(params: dict, key: str = "color", default=CUE_COLOR) -> tuple[in
 
 # ----------------------------------------------------------------------------- glyphs (F4, F6)
 
-def glyph(img, shape: str, rgb, center, size: float, outline=DARK) -> None:
-    """Small oblique icon of a primitive object (box / sphere / cylinder / bowl / region)."""
+def glyph(img, shape: str, rgb, center, size: float, outline=DARK, lw: int = 1) -> None:
+    """Small oblique icon of a primitive object (box / sphere / cylinder / bowl / region);
+    ``lw``: width of its outlines (px)."""
     cx, cy = float(center[0]), float(center[1])
     s = float(size)
     rgb = tuple(int(c) for c in rgb)
@@ -163,7 +225,7 @@ def glyph(img, shape: str, rgb, center, size: float, outline=DARK) -> None:
     light = tuple(int(min(255, c * 0.6 + 100)) for c in rgb)
     if shape == "sphere":
         cv2.circle(img, ipt((cx, cy)), int(round(s / 2)), outline, -1, AA)
-        cv2.circle(img, ipt((cx, cy)), max(1, int(round(s / 2 - 1))), rgb, -1, AA)
+        cv2.circle(img, ipt((cx, cy)), max(1, int(round(s / 2 - lw))), rgb, -1, AA)
         shine = max(1, int(round(s * 0.12)))
         cv2.circle(img, ipt((cx - s * 0.15, cy - s * 0.15)), shine, light, -1, AA)
     elif shape == "cylinder":
@@ -173,21 +235,22 @@ def glyph(img, shape: str, rgb, center, size: float, outline=DARK) -> None:
         cv2.rectangle(img, ipt((cx - w / 2, y_top)), ipt((cx + w / 2, y_bot)), rgb, -1)
         cv2.ellipse(img, ipt((cx, y_bot)), axes, 0, 0, 180, rgb, -1, AA)
         cv2.ellipse(img, ipt((cx, y_top)), axes, 0, 0, 360, light, -1, AA)
-        cv2.ellipse(img, ipt((cx, y_top)), axes, 0, 0, 360, outline, 1, AA)
+        cv2.ellipse(img, ipt((cx, y_top)), axes, 0, 0, 360, outline, lw, AA)
         for sx in (-1, 1):
             cv2.line(img, ipt((cx + sx * w / 2, y_top)), ipt((cx + sx * w / 2, y_bot)), outline,
-                     1, AA)
+                     lw, AA)
     elif shape in ("bowl", "mesh"):
         cv2.ellipse(img, ipt((cx, cy)), ipt((s * 0.55, s * 0.35)), 0, 0, 180, rgb, -1, AA)
         cv2.ellipse(img, ipt((cx, cy)), ipt((s * 0.55, s * 0.14)), 0, 0, 360, dark, -1, AA)
-        cv2.ellipse(img, ipt((cx, cy)), ipt((s * 0.55, s * 0.35)), 0, 0, 180, outline, 1, AA)
+        cv2.ellipse(img, ipt((cx, cy)), ipt((s * 0.55, s * 0.35)), 0, 0, 180, outline, lw, AA)
     elif shape == "region":
         pts = np.array([[cx - s / 2, cy - s / 3], [cx + s / 2, cy - s / 3],
                         [cx + s / 2, cy + s / 3], [cx - s / 2, cy + s / 3]])
         for i in range(4):
             a, b = pts[i], pts[(i + 1) % 4]
             for t in np.arange(0, 1, 0.25):
-                cv2.line(img, ipt(a + (b - a) * t), ipt(a + (b - a) * (t + 0.14)), rgb, 2, AA)
+                cv2.line(img, ipt(a + (b - a) * t), ipt(a + (b - a) * (t + 0.14)), rgb, 2 * lw,
+                         AA)
     else:  # box: oblique cube
         h = s * 0.8
         d = s * 0.22
@@ -197,7 +260,7 @@ def glyph(img, shape: str, rgb, center, size: float, outline=DARK) -> None:
         side = np.array([front[1], front[1] + [d, -d], front[2] + [d, -d], front[2]])
         for poly, c in ((front, rgb), (top, light), (side, dark)):
             cv2.fillConvexPoly(img, shift_pts(poly), c, AA, shift=4)
-            cv2.polylines(img, [shift_pts(poly)], True, outline, 1, AA, shift=4)
+            cv2.polylines(img, [shift_pts(poly)], True, outline, lw, AA, shift=4)
 
 
 def glyph_params(p: dict, key: str, default_shape="box", default_rgb=(150, 150, 150)):

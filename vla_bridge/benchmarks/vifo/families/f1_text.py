@@ -1,48 +1,74 @@
-"""F1 text overlay: the instruction as text in a fixed region (banner, sticky note, subtitle...)."""
+"""F1 text overlay: the instruction as text in a fixed region (banner, sticky note, subtitle...).
+
+The cue is drawn once at the canonical resolution (``drawing.CANON`` times the 240 px
+reference: font scale, line breaks, padding, border, outline) and resized to the region, so
+it keeps its layout at any image size. ``params["max_scale"]``: the largest font scale at the
+reference (default 0.6); ``text_color``, ``background`` (banner) and ``alpha`` (subtitle).
+"""
 from __future__ import annotations
 
-import cv2
+from functools import lru_cache
+
 import numpy as np
 
 from vla_bridge.benchmarks.vifo.families.base import (FIXED_REGION, CueContext, CueSpec, Family,
                                                       region_to_pixels, register_family, task_text)
-from vla_bridge.benchmarks.vifo.families.drawing import (DARK, WHITE, blend_rect, color_param,
-                                                         fit_text, img_scale, text_block)
+from vla_bridge.benchmarks.vifo.families.drawing import (CANON, DARK, WHITE, Layer,
+                                                         canonical_size, color_param, composite,
+                                                         fit_text, fit_tile)
+
+_NOTE_INK = (30, 30, 90)
+
+
+def _style(cue: CueSpec) -> tuple:
+    """(text colour, banner background, subtitle opacity, max font scale) of a cue."""
+    p = cue.params
+    ink = _NOTE_INK if cue.variant == "sticky_note" else WHITE
+    return (color_param(p, "text_color", ink), color_param(p, "background", (25, 35, 80)),
+            float(p.get("alpha", 0.6)), float(p.get("max_scale", 0.6)))
+
+
+def _background(layer: Layer, variant: str, w: int, h: int, style: tuple, pad: int) -> None:
+    if variant == "banner":
+        layer.rect(0, 0, w, h, style[1])
+        layer.frame(0, 0, w, h, WHITE, CANON)
+    elif variant == "sticky_note":
+        sh = pad // 2
+        layer.rect(sh, sh, w, h, (0, 0, 0), 0.35)  # shadow
+        layer.rect(0, 0, w - sh, h - sh, (252, 232, 100))
+        layer.rect(w // 3, 0, 2 * w // 3, pad, (215, 215, 200))  # tape
+    elif variant == "subtitle":
+        layer.rect(0, 0, w, h, (0, 0, 0), style[2])
+
+
+@lru_cache(maxsize=64)
+def _tile(variant: str, text: str, size: tuple[int, int], style: tuple):
+    """The cue at the canonical resolution: (premultiplied RGB, alpha)."""
+    w, h = size
+    pad = 4 * CANON
+    lines, scale, th, line_h, cap = fit_text(text, w - 2 * pad, h - 2 * pad, style[3] * CANON)
+    free = max(0.0, (h - 2 * pad - line_h * len(lines)) / 2)
+    org = (pad, pad + free + cap + (line_h - cap) / 2 - CANON)
+    layer = Layer(w, h)
+    _background(layer, variant, w, h, style, pad)
+    outline = DARK if variant in ("outlined", "caps") else None
+    layer.text(lines, org, scale, th, style[0], line_h, outline, CANON)
+    return layer.rgb, layer.alpha
+
+
+@lru_cache(maxsize=64)
+def _fitted(variant: str, text: str, size: tuple[int, int], style: tuple, w: int, h: int):
+    return fit_tile(*_tile(variant, text, size, style), w, h)
 
 
 def _draw_text(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
     H, W = img.shape[:2]
     x0, y0, x1, y1 = region_to_pixels(cue.box, W, H)
     text = task_text(cue)
-    v = cue.variant
-    pad = max(2, int(round(4 * img_scale(img))))
-    if v == "caps":
+    if cue.variant == "caps":
         text = text.upper()
-    max_scale = float(cue.params.get("max_scale", 0.6 * img_scale(img)))
-    lines, scale, th, line_h, ch = fit_text(text, x1 - x0 - 2 * pad, y1 - y0 - 2 * pad, max_scale)
-    block_h = line_h * len(lines)
-    ty = y0 + pad + max(0, (y1 - y0 - 2 * pad - block_h) // 2) + ch + (line_h - ch) // 2 - 1
-    fg = color_param(cue.params, "text_color", WHITE)
-    if v == "banner":
-        bg = color_param(cue.params, "background", (25, 35, 80))
-        cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), bg, -1)
-        cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), WHITE, 1)
-        text_block(img, lines, (x0 + pad, ty), scale, th, fg, line_h=line_h)
-    elif v == "sticky_note":
-        sh = max(1, pad // 2)
-        blend_rect(img, x0 + sh, y0 + sh, x1, y1, (0, 0, 0), 0.35)
-        cv2.rectangle(img, (x0, y0), (x1 - 1 - sh, y1 - 1 - sh), (252, 232, 100), -1)
-        cv2.rectangle(img, (x0 + (x1 - x0) // 3, y0), (x0 + 2 * (x1 - x0) // 3, y0 + pad),
-                      (215, 215, 200), -1)
-        ink = color_param(cue.params, "text_color", (30, 30, 90))
-        text_block(img, lines, (x0 + pad, ty), scale, th, ink, line_h=line_h)
-    elif v == "subtitle":
-        blend_rect(img, x0, y0, x1, y1, (0, 0, 0), float(cue.params.get("alpha", 0.6)))
-        text_block(img, lines, (x0 + pad, ty), scale, th, fg, line_h=line_h)
-    elif v in ("outlined", "caps"):
-        text_block(img, lines, (x0 + pad, ty), scale, th, fg, outline=DARK, line_h=line_h)
-    else:  # pragma: no cover - variants are checked by draw()
-        raise ValueError(v)
+    tile = _fitted(cue.variant, text, canonical_size(cue.box, img), _style(cue), x1 - x0, y1 - y0)
+    composite(img, tile, x0, y0)
 
 
 register_family(Family(

@@ -2,6 +2,9 @@
 
 A QR code carries the task (``qr_payload``); an ArUco 4x4_50 marker's id indexes it
 (``marker_id_for``). ``code_tile`` is the tile, also used for the codes placed in the scene.
+A QR module is a whole number of pixels (crisp, decodable): the one that fits the region at
+the 240 px reference height, times the image's scale (``qr_layout``, ``_code_square``), so
+the code keeps its size and place in the region at any resolution.
 """
 from __future__ import annotations
 
@@ -33,24 +36,37 @@ def _qr_modules(payload: str) -> np.ndarray:
     return np.pad(q, 4, constant_values=255)
 
 
+def qr_layout(n: int, side: int, ref_side: int = 0) -> tuple[int, int]:
+    """(px per module, offset px) of an ``n``-module QR code centred in a ``side`` px square:
+    the largest whole-pixel module that fits ``ref_side`` (the square at the 240 px reference;
+    0: ``side``) and its centring offset, scaled to ``side``, so the code keeps its place at
+    any resolution."""
+    ref_side = ref_side or side
+    k_ref = ref_side // n
+    f = side / ref_side
+    k = min(side // n, max(1, int(round(k_ref * f))))
+    offset = int(round((ref_side - n * k_ref) // 2 * f))
+    return k, max(0, min(offset, side - n * k))
+
+
 @lru_cache(maxsize=256)
-def code_tile(kind: str, payload: str, marker_id: int, side: int) -> np.ndarray:
-    """Read-only RGB ``side`` x ``side`` tile: a QR code of ``payload`` or ArUco ``marker_id``."""
+def code_tile(kind: str, payload: str, marker_id: int, side: int,
+              ref_side: int = 0) -> np.ndarray:
+    """Read-only RGB ``side`` x ``side`` tile: a QR code of ``payload`` (laid out by
+    ``qr_layout``) or ArUco ``marker_id`` (its quiet zone: the one of ``ref_side``, scaled)."""
     if kind == "qr":
         q = _qr_modules(payload)
         n = q.shape[0]
         if side < n:
             raise ValueError(f"QR region of {side} px is too small for {payload!r}: it needs at "
                              f"least {n} px (2+ px per module to decode reliably)")
-        k = side // n
-        tile = cv2.resize(q, (n * k, n * k), interpolation=cv2.INTER_NEAREST)
-        if tile.shape[0] < side:  # centre on white
-            out = np.full((side, side), 255, np.uint8)
-            o = (side - tile.shape[0]) // 2
-            out[o:o + tile.shape[0], o:o + tile.shape[0]] = tile
-            tile = out
+        k, o = qr_layout(n, side, ref_side)
+        code = cv2.resize(q, (n * k, n * k), interpolation=cv2.INTER_NEAREST)
+        tile = np.full((side, side), 255, np.uint8)  # the code on white
+        tile[o:o + n * k, o:o + n * k] = code
     else:
-        quiet = max(2, side // 8)
+        ref = ref_side or side
+        quiet = int(round(max(2, ref // 8) * side / ref))  # the reference's, scaled
         inner = side - 2 * quiet
         marker = cv2.aruco.generateImageMarker(aruco_dictionary(), int(marker_id), max(6, inner),
                                                borderBits=1)
@@ -79,16 +95,27 @@ def marker_id_for(cue: CueSpec) -> int:
     return int(digest[:6], 16) % 50
 
 
+def _code_square(box, img: np.ndarray) -> tuple[int, int, int, int]:
+    """(x, y, side, reference side) of a fixed code: the largest square centred in the region,
+    placed at the 240 px reference and scaled, so it keeps its place at any resolution."""
+    H, W = img.shape[:2]
+    f = img_scale(img)
+    x0, y0, x1, y1 = region_to_pixels(box, int(round(W / f)), 240)
+    ref = min(x1 - x0, y1 - y0)
+    x, y = x0 + (x1 - x0 - ref) // 2, y0 + (y1 - y0 - ref) // 2
+    x, y = int(round(x * f)), int(round(y * f))
+    side = min(int(round(ref * f)), W - x, H - y)
+    return x, y, side, ref
+
+
 def _draw_code(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
     H, W = img.shape[:2]
     v, p = cue.variant, cue.params
     if v in ("qr", "aruco"):
-        x0, y0, x1, y1 = region_to_pixels(cue.box, W, H)
-        side = min(x1 - x0, y1 - y0)
+        x, y, side, ref_side = _code_square(cue.box, img)
         payload = qr_payload(cue) if v == "qr" else ""
-        tile = code_tile(v, payload, marker_id_for(cue) if v == "aruco" else 0, side)
-        ox, oy = x0 + (x1 - x0 - side) // 2, y0 + (y1 - y0 - side) // 2
-        img[oy:oy + side, ox:ox + side] = tile
+        img[y:y + side, x:x + side] = code_tile(v, payload, marker_id_for(cue) if v == "aruco"
+                                                else 0, side, ref_side)
     elif v == "aruco_tags":
         ids = p.get("marker_ids", {"source": 1, "target": 2})
         side = int(round(float(p.get("size", 40)) * img_scale(img)))
