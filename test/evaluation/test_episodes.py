@@ -97,7 +97,8 @@ class InProcessGraph:
         self.episode, task = ctl["episode"], ctl["task"]
         self.offset = self.now() + 1.0  # as the sim node: a gap between episodes
         budget = Budget(ctl["max_policy_calls"], ctl["max_actions_per_call"])
-        self.session.begin(task["scene"], task["layout"], ctl["seed"], budget)
+        self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
+                           charged=ctl.get("charged_latency_ms"))  # as the sim node
         self.record_frame()
         self.flush()
         self.sim_status(C.STATUS_READY, tick=0, stamp=self.now())

@@ -223,19 +223,6 @@ def charged_graph():
     from test_episodes import InProcessGraph
 
     class ChargedGraph(InProcessGraph):
-        def answer_begin(self, ctl):  # InProcessGraph's, the session charging latency
-            self.episode, task = ctl["episode"], ctl["task"]
-            self.offset = self.now() + 1.0
-            budget = Budget(ctl["max_policy_calls"], ctl["max_actions_per_call"])
-            self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
-                               charged=ctl.get("charged_latency_ms"))
-            self.record_frame()
-            self.flush()
-            self.sim_status(C.STATUS_READY, tick=0, stamp=self.now())
-            self.policy.reset()
-            self.policy.set_instruction(ctl["instruction"], task)
-            self.policy_status(C.STATUS_READY)
-
         def answer_start(self):
             session = self.session
             while not session.done:

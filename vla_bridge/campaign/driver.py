@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from vla_bridge.campaign import plan as P
-from vla_bridge.campaign.ledger import Ledger
+from vla_bridge.campaign.ledger import UNITS_DIR, Ledger
 from vla_bridge.evaluation.progress import Progress
 from vla_bridge.evaluation.run_dir import (RunDirectory, completion_status, format_latency,
                                            format_table, latency_summary, trial_key)
@@ -214,7 +214,7 @@ def start_policy_servers(given: dict[str, str], options: CampaignOptions, ledger
     policy = given.get("policy", "oracle")
     remote = ray.remote(num_cpus=1, num_gpus=options.server_gpus, max_restarts=0)(PolicyServerActor)
     actors = [remote.remote(policy, options.server_host,
-                            str(ledger.root / "campaign/logs" / f"policy-server-{i}.log"))
+                            str(ledger.log_path(f"policy-server-{i}")))
               for i in range(options.policy_servers)]
     specs = []
     for i, actor in enumerate(actors):
@@ -285,8 +285,7 @@ class Scheduler:
             result = ray.get(ref)
         except ray.exceptions.RayError as exc:
             outcome = f"worker died: {_first_line(exc)}"
-            if self.workers.replace(worker, _first_line(exc)):
-                pass  # the replacement becomes idle when it has started
+            self.workers.replace(worker, _first_line(exc))  # idle once it has started
         else:
             node = result.get("node") or node
             code = result["returncode"]
@@ -430,7 +429,7 @@ def copy_provenance(run_dir: RunDirectory, ledger: Ledger) -> None:
     (the same for every unit: they ran one set of launch arguments)."""
     if run_dir.info().get("provenance"):
         return
-    for unit_run in sorted((ledger.root / "campaign/units").glob("*/run.json")):
+    for unit_run in sorted((ledger.root / UNITS_DIR).glob("*/run.json")):
         try:
             provenance = json.loads(unit_run.read_text()).get("provenance")
         except (OSError, json.JSONDecodeError):

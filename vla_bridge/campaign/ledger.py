@@ -37,8 +37,10 @@ class Ledger:
     def unit_dir(self, unit: Unit) -> Path:
         return self.root / UNITS_DIR / unit.name
 
-    def log_path(self, worker: int) -> Path:
-        return self.root / LOGS_DIR / f"worker-{worker}.log"
+    def log_path(self, worker: int | str) -> Path:
+        """campaign/logs/worker-<i>.log for a graph worker, <name>.log for a named process."""
+        name = f"worker-{worker}" if isinstance(worker, int) else worker
+        return self.root / LOGS_DIR / f"{name}.log"
 
     # ------------------------------------------------------------------ rows
     def merge_dir(self, directory: Path) -> int:
