@@ -74,6 +74,8 @@ def test_the_ledger_merges_each_row_once_and_seeds_retries(tmp_path):
 def test_arguments_are_checked_before_anything_starts():
     with pytest.raises(CampaignError, match="unknown launch argument"):
         parse_graph("robofollow_sim", ["--no_such_arg", "1"])
+    with pytest.raises(ValueError, match="rounds must be >= 1"):
+        P.planned_trials(parse_graph("robofollow_sim", ["--rounds", "0"])[1])
     with pytest.raises(CampaignError, match="not 'piper_real'"):
         parse_graph("piper_real", [])
     assert resume_differences({"policy": "oracle", "levels": "L0"},

@@ -33,6 +33,8 @@ class Unit:
 
 def planned_trials(values: dict[str, str]) -> list[Trial]:
     """The trials of a graph's resolved launch values, as its evaluator plans them."""
+    if int(values["rounds"]) < 1:
+        raise ValueError(f"rounds must be >= 1, got {values['rounds']}")
     tasks = select_tasks(load_suite(), values["scene"], values["levels"], values["tasks"])
     if not tasks:
         raise ValueError("the selection matches no task")
