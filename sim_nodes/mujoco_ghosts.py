@@ -29,9 +29,9 @@ _OUT_OF_VIEW = (0.0, 0.0, -5.0)  # under the floor: the scene rendered without t
 
 
 def render_ghost_layers(sim, source: str, poses: Sequence, camera: str) -> list[GhostLayer]:
-    """One layer per future position of ``source`` (a free body of ``sim``, a MujocoBackend
-    at the current state): its render there, masked to where it differs from the scene
-    without it. [] when ``source`` is not a free body (nothing to move). The sim's state is
+    """One layer per future pose of ``source`` (a free body of ``sim``, a MujocoBackend
+    at the current state; a pose is a position or a (position, quat) pair): its render
+    there, masked to where it differs from the scene without it. [] when ``source`` is not a free body (nothing to move). The sim's state is
     restored afterwards."""
     import mujoco
     m, d = sim.model, sim.data
@@ -43,14 +43,17 @@ def render_ghost_layers(sim, source: str, poses: Sequence, camera: str) -> list[
         return []
     adr, saved = m.jnt_qposadr[joint], d.qpos.copy()
 
-    def render_at(pos):
+    def render_at(pose):
+        pos, quat = pose if len(pose) == 2 else (pose, None)
         d.qpos[adr:adr + 3] = pos
+        if quat is not None:
+            d.qpos[adr + 3:adr + 7] = quat
         mujoco.mj_forward(m, d)
         return sim.render(camera)
 
     try:
         reference = render_at(_OUT_OF_VIEW)
-        renders = [render_at(np.asarray(p, float)) for p in poses]
+        renders = [render_at(p) for p in poses]
     finally:
         d.qpos[:] = saved
         mujoco.mj_forward(m, d)
@@ -90,7 +93,7 @@ class MirrorGhostRenderer:
         if not path or path[0][1] is None:
             return {c: [] for c in images}
         source = path[0][1].name
-        poses = [pos for pos, _obj in path]
+        poses = [(np.asarray(pos, float), np.asarray(obj.quat, float)) for pos, obj in path]
         height, width = next(iter(images.values())).shape[:2]
         sim = self._sim_for(width, height)
         sim.pose(world, joints)

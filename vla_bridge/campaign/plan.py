@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 
 from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials, select_tasks
+from vla_bridge.benchmarks.vifo.compatibility import filter_trials
+from vla_bridge.benchmarks.vifo.protocols import resolve_family_variant
 from vla_bridge.evaluation.run_dir import trial_key
 
 #: graphs a campaign can shard: they plan trials from scene/levels/tasks/rounds/seed
@@ -38,7 +40,13 @@ def planned_trials(values: dict[str, str]) -> list[Trial]:
     tasks = select_tasks(load_suite(), values["scene"], values["levels"], values["tasks"])
     if not tasks:
         raise ValueError("the selection matches no task")
-    return plan_trials(tasks, int(values["rounds"]), int(values["seed"]))
+    trials = plan_trials(tasks, int(values["rounds"]), int(values["seed"]))
+    if values.get("cue_protocol", "") in ("", "original"):
+        return trials
+    fam, variant = resolve_family_variant(values.get("cue_family", ""),
+                                          values.get("cue_variant", ""))
+    ghosts = str(values.get("cue_render_ghosts", "true")).lower() in ("true", "1", "yes")
+    return filter_trials(trials, fam, variant, ghosts)[0]  # as the evaluator does
 
 
 def unit_size(trials: int, workers: int, rounds: int) -> int:

@@ -21,12 +21,27 @@ from typing import Callable
 
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, Trial, load_suite
 from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, ROLES
+from vla_bridge.benchmarks.vifo.compatibility import filter_trials
 from vla_bridge.benchmarks.vifo.protocols import (TrialCue, build_cue, check_placement,
                                                   check_protocol, format_cue_table, plan_trial,
                                                   resolve_family_variant)
 from vla_bridge.evaluation.cue_metrics import format_task_table, write_cue_metrics
 
-__all__ = ["CueRun"]
+__all__ = ["CueRun", "plan_params"]
+
+
+def plan_params(task: TaskSpec, seed: int, fam: str, variant: str, plan_ghosts: bool) -> dict:
+    """Cue parameters taken from the oracle's plan of the episode rolled out on a MuJoCo copy
+    (``sim_nodes.plan_rollout``): F3's ghost states ("plan_path", when ``plan_ghosts``) and
+    F4 goal_image's picture of the final state ("image"); {} for the other variants."""
+    if fam == "F3" and plan_ghosts:
+        from vla_bridge.benchmarks.vifo.replay import GHOST_POSES
+        from vla_bridge.sim_nodes.plan_rollout import rollout
+        return {"plan_path": rollout(task, seed).keyframes(GHOST_POSES)}
+    if (fam, variant) == ("F4", "goal_image"):
+        from vla_bridge.sim_nodes.plan_rollout import rollout
+        return {"image": rollout(task, seed, goal_image=True).goal_image}
+    return {}
 
 
 class CueRun:
@@ -38,6 +53,8 @@ class CueRun:
             self.family, self.variant = resolve_family_variant(family, variant)
         # overlay: drawn into the images the policy reads; scene: a card in the sim's scene
         self.placement = check_placement(placement, self.family)
+        self.skipped: dict[str, str] = {}  # task id -> why the variant cannot show it
+        self.plan_ghosts = False  # F3 ghosts from the plan's rollout (set by ``compatible``)
         self.plan: TrialCue | None = None  # the running trial's plan
         self.trial: Trial | None = None  # the running trial
         self._suite = None
@@ -65,6 +82,17 @@ class CueRun:
                 raise ValueError(f"the run directory holds episodes of cue protocol {have} but "
                                  f"this run is {want}; choose another output directory")
 
+    def compatible(self, trials: list[Trial], plan_ghosts: bool = True) -> list[Trial]:
+        """The trials whose task the run's cue variant can show (all without a cue); the
+        others' task ids and reasons land in ``skipped`` (LIBERO-VIFO's compatibility filter,
+        ``benchmarks.vifo.compatibility``)."""
+        self.plan_ghosts = plan_ghosts
+        if not self.shows_cues:
+            return list(trials)
+        kept, dropped = filter_trials(trials, self.family, self.variant, plan_ghosts)
+        self.skipped = {trial.task.id: reason for trial, reason in dropped}
+        return kept
+
     # ------------------------------------------------------------------ per trial
     def prepare(self, trial: Trial, instruction: str):
         """(language for the policy, CueSpec to draw or None) of ``trial``."""
@@ -77,8 +105,12 @@ class CueRun:
         self.plan = plan_trial(self.protocol, trial.task, trial.seed, candidates,
                                self.family, self.variant)
         drawn = self.plan.cue_task is not None and self.placement == "overlay"
-        cue = (build_cue(self.plan.cue_task, self.plan.family, self.plan.variant, trial.seed)
-               if drawn else None)
+        cue = None
+        if drawn:
+            plan = self.plan
+            extra = plan_params(plan.cue_task, trial.seed, plan.family, plan.variant,
+                                self.plan_ghosts)
+            cue = build_cue(plan.cue_task, plan.family, plan.variant, trial.seed, **extra)
         return self.plan.language, cue
 
     def begin_task(self, trial: Trial) -> TaskSpec:

@@ -397,7 +397,17 @@ class SuiteRun:
         tasks = select_tasks(load_suite(), self.p["scene"], self.p["levels"], self.p["tasks"])
         if not tasks:
             raise ValueError("the selection matches no task")
-        return plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
+        trials = plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
+        kept = self.cues.compatible(trials, plan_ghosts=bool(self.p["cue_render_ghosts"]))
+        if self.cues.skipped:
+            reasons = sorted(set(self.cues.skipped.values()))
+            self.log.info(f"cue {self.cues.family} {self.cues.variant}: {len(self.cues.skipped)} "
+                          f"of {len(tasks)} tasks skipped ({'; '.join(reasons)}); run.json "
+                          "lists them under skipped_tasks")
+        if not kept:
+            raise ValueError(f"cue {self.cues.family} {self.cues.variant} can show none of the "
+                             f"selected tasks: {sorted(set(self.cues.skipped.values()))[0]}")
+        return kept
 
     def run(self) -> int:
         """Run the suite; the exit code: 0 finished, 3 stopped (a node left the graph) or
@@ -408,7 +418,7 @@ class SuiteRun:
         if self.p["resume"]:
             self.check_resume(run_dir, provenance)
         todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]),
-                             provenance=provenance)
+                             provenance=provenance, skipped=self.cues.skipped)
         self.log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done "
                       f"-> {run_dir.path}")
         self.closing = (run_dir, trials)

@@ -86,9 +86,10 @@ class RunDirectory:
 
     # ------------------------------------------------------------------ writing
     def start(self, arguments: dict, trials: list[Trial], resume: bool,
-              provenance: dict | None = None) -> list[Trial]:
+              provenance: dict | None = None, skipped: dict | None = None) -> list[Trial]:
         """Create/reuse the directory (and its missing parents); return the trials still to
-        run. ``provenance``: what produced the episodes (evaluation.provenance)."""
+        run. ``provenance``: what produced the episodes (evaluation.provenance); ``skipped``:
+        task id -> why its trials are not run (a cue variant that cannot show the task)."""
         self._create()
         if not resume and self.results_path.exists() and self.results_path.stat().st_size:
             raise FileExistsError(f"{self.results_path} already holds results; pass resume:=true "
@@ -101,6 +102,8 @@ class RunDirectory:
                        for t in trials],
             "resumed_with": len(done),
         }
+        if skipped:
+            run["skipped_tasks"] = dict(skipped)
         note = self._provenance_note(done) if resume else None
         if note:
             run["provenance_note"] = note

@@ -13,6 +13,7 @@ from cue_fixtures import H, W, bbox, changed, ctx, cue_scene, grey, is_magenta  
 from vla_bridge.benchmarks.vifo import (FAMILIES, CueSpec, draw, insert, make_cue,  # noqa: E402
                                         pixels_to_region, project_point, region_to_pixels)
 from vla_bridge.benchmarks.vifo.families import marker_id_for, qr_payload  # noqa: E402
+from vla_bridge.benchmarks.vifo.content import ARUCO_MEANINGS, read_payload  # noqa: E402
 from vla_bridge.embodiment.cameras import CameraModel  # noqa: E402
 
 
@@ -110,8 +111,11 @@ def test_qr_code_decodes_to_the_task(scene, size):
     frame = cv2.resize(img, size)
     cue = make_cue(task, "F8", "qr", world=objects)
     out = insert(frame, cue, objects, cam)
-    assert qr_payload(cue) == "place yellow_block_3 behind green_sphere"
+    assert qr_payload(cue) == "v=vifo-task/1;s1=right,place,yellow_block_3,behind,green_sphere"
     assert decode_qr(out) == qr_payload(cue)
+    assert read_payload(decode_qr(out))["steps"] == [
+        {"arm": "right", "action": "place", "source": "yellow_block_3", "relation": "behind",
+         "target": "green_sphere"}]
     x0, y0, x1, y1 = region_to_pixels(cue.box, *size)
     assert not changed(out, frame)[:, :x0].any()
 
@@ -135,6 +139,9 @@ def test_aruco_tags_mark_source_and_target(scene):
     frame = cv2.resize(img, (640, 480))
     cam2 = CameraModel(640, 480, cam.fovy_deg, cam.world_from_camera)
     found = decode_aruco(insert(frame, cue, objects, cam2))
-    assert set(found) == {1, 2}
+    # the dictionary (content.ARUCO_MEANINGS): 2 = source for the right arm, 7 = target behind
+    assert set(found) == {2, 7}
+    assert ARUCO_MEANINGS[2] == "source, right arm" and ARUCO_MEANINGS[7] == "target: behind"
+    found[1] = found[2]
     src = project_point(cam2, objects[task.source].pos)
     assert abs(found[1][0] - src[0]) < 3 and found[1][1] < src[1]  # just above the source

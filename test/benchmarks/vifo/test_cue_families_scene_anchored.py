@@ -160,7 +160,8 @@ def test_outline_glow_beam_land_on_the_object(scene):
     img, objects, cam, task = scene
     uv = project_point(cam, objects[task.source].pos)
     for variant in ("outline", "glow", "beam"):
-        cue = make_cue(task, "F7", variant, world=objects)
+        # the source's highlight alone (no arm tag, not the placement point)
+        cue = make_cue(task, "F7", variant, world=objects, arms=(), roles=["source"])
         out = insert(img, cue, objects, cam)
         d = changed(out, img)
         ys, xs = np.nonzero(d)

@@ -42,6 +42,8 @@ def cue_for(scene, code, variant, region=None):
         goal[:, :160] = (10, 200, 30)
         goal[60:180, 100:220] = (200, 40, 40)
         params["image"] = goal
+    if variant == "aruco":  # the id does not matter here; this one was measured
+        params["marker_id"] = 11
     return make_cue(task, code, variant, world=objects, **params)
 
 

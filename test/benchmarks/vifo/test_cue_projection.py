@@ -121,7 +121,7 @@ def test_overlay_follows_the_object_in_every_camera(backend):
     world = backend.world_state()
     task = ground(parse("Use your left arm to pick up the block to the left of the green ball."), world)
     assert task.source == "yellow_block_2"
-    cue = make_cue(task, "F2", "crosshair", world=world, color=(255, 0, 255))
+    cue = make_cue(task, "F2", "crosshair", world=world, color=(255, 0, 255), arms=())
     for camera in ("cam_high", "cam_left_wrist", "cam_right_wrist"):
         img = backend.render(camera)
         cam = backend.camera_model(camera)

@@ -73,7 +73,7 @@ def test_scene_anchored_cue_is_dropped_behind_or_outside_the_camera(scene):
 
 def test_scene_anchored_cue_follows_the_world_state(scene):
     img, objects, cam, task = scene
-    cue = make_cue(task, "F2", "crosshair", world=objects)
+    cue = make_cue(task, "F2", "crosshair", world=objects, arms=())  # the reticle alone
     moved = dict(objects)
     o = objects[task.source]
     from vla_bridge.embodiment.world import ObjectState
@@ -98,7 +98,7 @@ def test_inserter_hook_covers_every_camera_and_mode(scene):
     only = CueInserter(make_cue(task, "F2", "arrow", world=objects), only=("cam_high",))
     out = only(images, objects, cams)
     assert out["cam_left_wrist"] is img and changed(out["cam_high"], img).any()
-    ghost = CueInserter(make_cue(task, "F3", "uniform", world=objects))
+    ghost = CueInserter(make_cue(task, "F3", "uniform", world=objects, arms=()))  # no arm tag
     out = ghost(images, objects, cams, layers={"cam_high": [ghost_layer((50, 50))]})
     assert changed(out["cam_high"], img).any() and np.array_equal(out["cam_left_wrist"], img)
     with pytest.raises(ValueError, match="pass world and camera"):
@@ -116,9 +116,10 @@ def test_make_cue_builds_the_task_conditioned_spec(scene):
     assert cue.anchors["target"].offset[1] > 0  # "behind": +y
     assert make_cue(task, "F1", "banner").mode == "fixed_region"
     assert make_cue(task, "F3", "fade").mode == "state_overlay"
-    sign = make_cue(task, "F6", "target_zone", world=objects).params["sign"]
-    assert (sign.category, sign.predicate, sign.target_shape, sign.modifier) == \
-        ("target_zone", "place", "box", "back")
+    [(role, sign)] = make_cue(task, "F6", "target_zone", world=objects).params["signs"]
+    assert (role, sign.category, sign.predicate, sign.target_shape, sign.modifier) == \
+        ("target", "target_zone", "place", "box", "back")
+    assert make_cue(task, "F2", "arrow", world=objects).params["arms"] == [("source", "right", None)]
     pick = ground(parse("Use your left arm to pick up the block to the left of the green ball."), objects)
     assert make_cue(pick, "F2", "arrow", world=objects).anchors["target"].offset[2] > 0.1  # lift
 

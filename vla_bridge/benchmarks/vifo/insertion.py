@@ -28,8 +28,9 @@ import numpy as np
 
 from vla_bridge.benchmarks.vifo.families import (FIXED_REGION, INSERTION_MODES,
                                                  SCENE_ANCHORED, STATE_OVERLAY, Anchor2D, AnchorRef,
-                                                 CueContext, CueSpec, GhostLayer, SignSpec, draw,
+                                                 CueContext, CueSpec, GhostLayer, draw,
                                                  family, foreground_mask, region_to_pixels)
+from vla_bridge.benchmarks.vifo.content import ScoredFacts, task_anchors, task_params
 from vla_bridge.benchmarks.vifo.grounding import GroundedTask
 from vla_bridge.benchmarks.vifo.parser import RELATION_VECTORS
 from vla_bridge.benchmarks.vifo.projection import (box_corners, ground_circle, intrinsics,
@@ -93,7 +94,10 @@ def _anchor_points(ref: AnchorRef, world) -> tuple[np.ndarray, float, int, int]:
     pos, radius, obj = resolve_anchor(ref, world)
     parts = [pos[None, :]]
     n_out = n_reg = 0
-    if ref.outline and obj is not None:
+    if ref.outline and ref.box_size is not None:
+        parts.append(box_corners(pos, ref.box_size, ref.box_quat))
+        n_out = 8
+    elif ref.outline and obj is not None:
         parts.append(box_corners(obj.pos, obj.size, obj.quat))
         n_out = 8
     if ref.ground_radius_m:
@@ -246,18 +250,17 @@ def _target_anchor(step, world) -> AnchorRef | None:
     return AnchorRef(entity=step.target, radius_m=0.02, ground_radius_m=0.05)
 
 
-_DEFAULT_SIGN_PREDICATE = {"pick": "grasp", "place": "place", "push": "push", "open": "move",
-                           "close": "move", "turn_on": "calibrate", "turn_off": "stop"}
-
-
-def make_cue(task: GroundedTask, fam: str, variant: str, world=None, **params) -> CueSpec:
+def make_cue(task: GroundedTask, fam: str, variant: str, world=None,
+             facts: ScoredFacts | None = None, **params) -> CueSpec:
     """Task-conditioned cue spec C = (e_src, e_tgt, r_task, f_cue, v_cue, m_insert, phi).
 
     Anchors: "source" (the manipulated object), "target" (the placement point: beside the
     target for left/right/front/behind, on top of it for "on", above the source for a pick),
-    "target_object" (the target itself) and "step1", "step2", ... (each step's source) for
-    sequences. ``params`` override the defaults (text, colours, sizes, region via ``region=``,
-    insertion via ``insertion=``).
+    "target_object" (the target itself), "step1", "step2", ... (each step's source) for
+    sequences, and from ``facts`` (what the scorer checks beyond the steps, ``content``):
+    "via" / "avoid" (the route) and "final" (the source's final footprint). F6 adds
+    "forbidden1", ... (confusable distractors its prohibitions fall on). ``params`` override
+    the defaults (text, colours, sizes, region via ``region=``, insertion via ``insertion=``).
     """
     f = family(fam)
     region = params.pop("region", None)
@@ -278,26 +281,18 @@ def make_cue(task: GroundedTask, fam: str, variant: str, world=None, **params) -
             name = s.source or s.target
             if name is not None:
                 anchors[f"step{i}"] = AnchorRef(entity=name)
+    if step.action != "pick":
+        anchors.update(task_anchors(task, world, facts, tgt))
     defaults: dict = {"action": step.action, "relation": step.relation,
                       "source_glyph": _glyph_of(world, step.source),
                       "target_glyph": _glyph_of(world, step.target)}
-    if f.code == "F6":
-        src_glyph = defaults["source_glyph"] or {"shape": "box", "rgb": (150, 150, 150)}
-        cat = variant
-        predicate = {"target_zone": "place", "hazard": "avoid", "prohibition": "grasp",
-                     "hri": "handover", "maintenance": "inspect", "system_state": "charge"}.get(
-            cat, _DEFAULT_SIGN_PREDICATE.get(step.action, "grasp"))
-        modifier = {"left_of": "left", "right_of": "right", "in_front_of": "front",
-                    "behind": "back"}.get(step.relation or "") if cat == "target_zone" else None
-        defaults["sign"] = SignSpec(cat, predicate, src_glyph["shape"], tuple(src_glyph["rgb"]),
-                                    "gripper", modifier)
-        if cat == "hazard" and step.route:
-            avoid = [n for k, n in step.route if k == "avoid_over"]
-            if avoid:
-                anchors["hazard"] = AnchorRef(entity=avoid[0])
-                defaults["role"] = "hazard"
-    if f.code == "F7" and variant in ("spotlight", "dim", "glow", "beam", "outline"):
-        defaults["roles"] = ["source"]
+    defaults.update(task_params(task, f.code, variant, world, facts,
+                                lambda name: _glyph_of(world, name)))
+    for i, name in enumerate(defaults.pop("forbidden", ()), 1):
+        anchors[f"forbidden{i}"] = AnchorRef(entity=name, outline=True)
+    if f.code == "F7":  # the source, and where it goes for a place task
+        defaults["roles"] = ["source"] + (["target"] if step.action != "pick" and
+                                          step.target is not None else [])
     defaults.update(params)
     return CueSpec(f.code, variant, defaults, anchors, region, insertion, task)
 

@@ -40,7 +40,7 @@ from the ``begin`` message when ``cue_placement`` is ``scene``).
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -50,6 +50,7 @@ import numpy as np
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.benchmarks.task_roles import ROLE_LABELS, row_scores
 
+from vla_bridge.benchmarks.vifo.content import ScoredFacts
 from vla_bridge.benchmarks.vifo.families import (FAMILIES, SignSpec, family, marker_id_for,
                                                  qr_payload, render_sign)
 from vla_bridge.benchmarks.vifo.insertion import (AUTHORIZED_PROMPT, PROTOCOLS, EpisodeRecord,
@@ -61,7 +62,7 @@ from vla_bridge.benchmarks.vifo.parser import ParseError, ParsedTask, parse
 __all__ = [
     "PROTOCOLS", "CUE_PROTOCOLS", "AUTHORIZED_PROMPT", "DEFAULT_VARIANTS", "TrialCue",
     "check_protocol", "resolve_family_variant", "conflict_partner", "plan_trial",
-    "grounded_task", "build_cue", "episode_record", "cue_metrics", "format_cue_table",
+    "grounded_task", "build_cue", "scored_facts", "scored_text", "episode_record", "cue_metrics", "format_cue_table",
     "METRICS", "METRIC_TASKS", "FAMILY_LABELS", "SceneCueObject", "scene_cue_texture",
     "scene_cue_objects", "card_quat_facing", "CUE_PLACEMENTS", "SCENE_CUE_FAMILIES",
     "check_placement", "free_table_spot", "episode_scene_cues", "yaw_quat_facing",
@@ -74,8 +75,9 @@ CUE_PROTOCOLS = ("authorized", "conflict", "no_language")
 #: family can
 DEFAULT_VARIANTS = {"F1": "banner", "F2": "arrow", "F3": "trail", "F4": "schematic",
                     "F5": "point_and_move", "F6": "target_zone", "F7": "outline", "F8": "qr"}
-#: variants that need inputs the graph cannot provide
-UNSUPPORTED_IN_GRAPH = {("F4", "goal_image"): "needs a rendered goal image"}
+#: variants that need inputs the graph cannot provide (F4 goal_image's picture comes from the
+#: plan's rollout, ``evaluation.cue_run.plan_params``)
+UNSUPPORTED_IN_GRAPH: dict = {}
 
 METRICS = (("orig_sr", "Orig. SR"), ("avf", "AVF"), ("vtr", "VTR"), ("lfr", "LFR"),
            ("uvf", "UVF"), ("uvi", "UVI"))
@@ -223,14 +225,62 @@ def _spec_grounding(task: TaskSpec) -> GroundedTask:
 def grounded_task(task: TaskSpec, objects, fixtures=None) -> tuple[GroundedTask, str]:
     """(GroundedTask, how): parse + ground the instruction (the paper's pipeline, "parser");
     when that fails or contradicts the registry's source, build it from the task fields
-    ("registry")."""
+    ("registry"). What the scorer checks always wins: a parsed target, arm or second step
+    that differs from the registry's is replaced by it ("parser+registry"), so the cue shows
+    the task the episode is scored against (8 Scene 2 L3 instructions name another bowl than
+    the scored one)."""
     try:
         g = ground(parse(task.instruction), objects, fixtures)
-        if g.source == task.source:
-            return g, "parser"
     except (ParseError, GroundingError, ValueError):
-        pass
-    return _spec_grounding(task), "registry"
+        return _spec_grounding(task), "registry"
+    if g.source != task.source:
+        return _spec_grounding(task), "registry"
+    steps = _scored_steps(task, g.steps)
+    return (g, "parser") if steps == g.steps else (replace(g, steps=steps), "parser+registry")
+
+
+def _scored_steps(task: TaskSpec, steps: tuple) -> tuple:
+    """``steps`` with the registry's target, arm and second step where they differ."""
+    where, action = _target_of(task)
+    first = steps[0]
+    if action != "pickup" and where is not None and first.target != where:
+        first = replace(first, target=where)
+    if first.arm != task.arm:
+        first = replace(first, arm=task.arm)
+    out = [first, *steps[1:]]
+    second = (task.target or {}).get("second_source")
+    if second:
+        arm2 = task.target.get("second_arm")
+        if len(out) < 2:
+            out.append(GroundedStep("pick", arm2, second, None, None, "lifted", (second,)))
+        elif out[1].source != second or out[1].arm != arm2:
+            out[1] = replace(out[1], source=second, arm=arm2, sources=(second,))
+    return tuple(out)
+
+
+def scored_facts(task: TaskSpec) -> ScoredFacts | None:
+    """What RoboFollow's scorer checks beyond the steps: Scene 3's route and final yaw."""
+    if task.scene != "scene3":
+        return None
+    from vla_bridge.benchmarks.robofollow.scoring.scene3 import route_spec, target_yaw
+    route = route_spec(task)
+    return ScoredFacts(route.correct, route.wrong, target_yaw(task))
+
+
+def _step_text(step) -> str:
+    def name(n):
+        return n.replace("_", " ")
+    arm = f"Use your {step.arm} arm to " if step.arm else ""
+    if step.action == "pick" or step.target is None:
+        return f"{arm}pick up the {name(step.source)}"
+    relation = (step.relation or "to").replace("_", " ")
+    return f"{arm}{step.action} the {name(step.source)} {relation} the {name(step.target)}"
+
+
+def scored_text(g: GroundedTask) -> str:
+    """The task as a sentence, from its grounded steps (for text cues when the instruction
+    names something other than what is scored)."""
+    return ", then ".join(_step_text(s) for s in g.steps) + "."
 
 
 def build_cue(task: TaskSpec, fam: str, variant: str, seed: int, world=None, fixtures=None,
@@ -239,7 +289,8 @@ def build_cue(task: TaskSpec, fam: str, variant: str, seed: int, world=None, fix
 
     ``world`` ({name: ObjectState} or a WorldState): defaults to the layout's spawn positions
     for ``seed`` (``grounding.layout_world``, what the sim resets to); anchors name objects, so
-    the live world state resolves them every frame.
+    the live world state resolves them every frame. The cue shows the scored task: where the
+    instruction says otherwise (``grounded_task``), text cues say the scored task.
     """
     if world is None:
         world, fixtures = layout_world(task.scene, task.layout, seed)
@@ -249,8 +300,10 @@ def build_cue(task: TaskSpec, fam: str, variant: str, seed: int, world=None, fix
         fixed = set(load_scene(task.scene).fixtures)
         fixtures = {n: o for n, o in objects.items() if n in fixed}
         objects = {n: o for n, o in objects.items() if n not in fixed}
-    g, _how = grounded_task(task, objects, fixtures)
-    return make_cue(g, fam, variant, world=objects, **params)
+    g, how = grounded_task(task, objects, fixtures)
+    if how != "parser":
+        params.setdefault("text", scored_text(g))
+    return make_cue(g, fam, variant, world=objects, facts=scored_facts(task), **params)
 
 
 # ----------------------------------------------------------------------------- metrics

@@ -25,6 +25,7 @@ body of the sim, and ``episode_scene_objects`` rebuilds that card for the replay
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 
 import cv2
@@ -45,12 +46,19 @@ GHOST_LIFT_M = 0.10
 # ----------------------------------------------------------------------------- ghosts
 
 def ghost_path(cue: CueSpec, world, k: int = GHOST_POSES) -> list[tuple[np.ndarray, object]]:
-    """K future (position, ObjectState of the source) of the manipulated object: from its pose
-    in ``world`` to the cue's target point, lifted in the middle of the motion."""
+    """K future (position, ObjectState of the source) of the manipulated object.
+
+    With ``cue.params["plan_path"]`` ((position, quat) states of the planned episode,
+    ``sim_nodes.plan_rollout``) those states: the real path, route and final orientation.
+    Without (no simulator to roll the plan out): from its pose in ``world`` to the cue's
+    target point, lifted in the middle of the motion."""
     src_ref, tgt_ref = cue.anchors.get("source"), cue.anchors.get("target")
     if src_ref is None or tgt_ref is None:
         return []
     start, _, obj = resolve_anchor(src_ref, world)
+    if cue.params.get("plan_path"):
+        return [(np.asarray(pos, float), replace(obj, quat=np.asarray(quat, float)))
+                for pos, quat in cue.params["plan_path"]]
     goal, _, _ = resolve_anchor(tgt_ref, world)
     goal = goal.copy()
     relation = cue.params.get("relation")

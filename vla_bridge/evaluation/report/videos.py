@@ -114,6 +114,12 @@ def _episode_view(cue_info, seed, view: str | None):
         raise ValueError(f"video view must be one of {', '.join(VIDEO_VIEWS)}, got {view!r}")
     placement = cue_placement(cue_info)
     spec = episode_cue(cue_info, seed) if placement is not None else None  # checks it rebuilds
+    if spec is not None:  # F3 / F4 goal_image: from the plan's rollout, as the evaluator did
+        from vla_bridge.benchmarks.robofollow.tasks import load_suite
+        from vla_bridge.evaluation.cue_run import plan_params
+        task = load_suite().get(str(cue_info["cue_task"]))
+        spec.params.update(plan_params(task, int(seed), spec.family, spec.variant,
+                                       cue_info.get("ghosts") == "rendered"))
     if placement == "scene":  # a card in the sim: every replayed image shows it, nothing to draw
         note = "" if view in (None, "cued") else (
             f"{view} view asked, but the cue is a card in the scene: the sim images show it")

@@ -16,6 +16,7 @@ import numpy as np
 
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, episode_seed
 
+from vla_bridge.benchmarks.vifo.compatibility import missing
 from vla_bridge.benchmarks.vifo.families import FAMILIES, STATE_OVERLAY, family
 from vla_bridge.benchmarks.vifo.insertion import insert
 from vla_bridge.benchmarks.vifo.protocols import (DEFAULT_VARIANTS, UNSUPPORTED_IN_GRAPH,
@@ -82,12 +83,15 @@ def plan_instances(tasks: Iterable[TaskSpec], cues: Sequence[tuple[str, str]],
                    rounds: int = 1, seeds: Sequence[int] | None = None,
                    base_seed: int = 42) -> list[VqaInstance]:
     """Task-major instances; seeds are explicit or the benchmark's ``episode_seed`` per round
-    (so instance s matches episode s of the closed-loop protocols)."""
+    (so instance s matches episode s of the closed-loop protocols). Only compatible pairs:
+    a variant that cannot show what the task needs (``vifo.compatibility``) gives no
+    instance of it, as in the paper."""
     out = []
     for task in tasks:
         task_seeds = list(seeds) if seeds else [episode_seed(task.id, r, base_seed)
                                                 for r in range(1, rounds + 1)]
-        out += [VqaInstance(task, f, v, s) for s in task_seeds for f, v in cues]
+        out += [VqaInstance(task, f, v, s) for s in task_seeds for f, v in cues
+                if not missing(task, f, v)]
     return out
 
 
@@ -146,7 +150,9 @@ def cued_image(scene: VqaScene, inst: VqaInstance):
     (grounded against the layout's spawn positions for the seed: the cue specification is
     held fixed across protocols); its anchors name objects, so the live world places it."""
     world, raw, cam = scene.get(inst.task, inst.seed)
-    cue = build_cue(inst.task, inst.family, inst.variant, inst.seed)
+    from vla_bridge.evaluation.cue_run import plan_params  # F3 / F4 goal_image: the plan
+    extra = plan_params(inst.task, inst.seed, inst.family, inst.variant, plan_ghosts=True)
+    cue = build_cue(inst.task, inst.family, inst.variant, inst.seed, **extra)
     if scene.placement == "scene":
         return scene_card_image(scene, inst, raw, cue)
     layers = (sim_ghost_layers(scene.sim, cue, world, scene.camera)

@@ -31,8 +31,9 @@ class AnchorRef:
 
     ``offset`` is added in the world frame (e.g. the placement point "behind" the target).
     ``radius_m`` sets the anchor's apparent size; ``outline`` asks for the projected outline of
-    the object's box (highlights, boxes); ``ground_radius_m`` projects a horizontal circle
-    around the anchor (target regions on the table).
+    the object's box (highlights, boxes), or of a box of ``box_size`` turned by ``box_quat``
+    (w, x, y, z) at the anchor (an object's final pose); ``ground_radius_m`` projects a
+    horizontal circle around the anchor (target regions on the table).
     """
     entity: str | None = None
     point: tuple[float, float, float] | None = None
@@ -40,6 +41,8 @@ class AnchorRef:
     radius_m: float | None = None
     outline: bool = False
     ground_radius_m: float | None = None
+    box_size: tuple[float, float, float] | None = None
+    box_quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
 
 
 @dataclass

@@ -267,3 +267,37 @@ def glyph_params(p: dict, key: str, default_shape="box", default_rgb=(150, 150, 
     """(shape, rgb) of a glyph parameter (``{"shape": ..., "rgb": ...}``) of a cue."""
     g = p.get(key) or {}
     return g.get("shape", default_shape), tuple(int(c) for c in g.get("rgb", default_rgb))
+
+
+# ----------------------------------------------------------------------------- the arm
+
+#: colour of each arm's badge: the letter says it, the colour repeats it for small images
+ARM_COLORS = {"left": (30, 110, 235), "right": (245, 125, 20)}
+
+
+def arm_badge(img, anchor: Anchor2D | None, arm: str | None, step: int | None = None) -> None:
+    """The arm that must act, as a rounded tag ("L" / "R", "1L" with a step number) beside
+    the anchor's right edge (left edge when there is no room). Nothing without an arm."""
+    if anchor is None or arm not in ARM_COLORS:
+        return
+    label = (f"{step}" if step else "") + arm[0].upper()
+    sc = img_scale(img)
+    font_scale, th = 0.42 * sc, stroke(img, 1.4)
+    (tw, tht), _ = cv2.getTextSize(label, FONT, font_scale, th)
+    pad = 3 * sc
+    w, h = tw + 2 * pad, tht + 2 * pad
+    x = anchor.uv[0] + anchor.radius_px + 3 * sc
+    if x + w > img.shape[1]:
+        x = anchor.uv[0] - anchor.radius_px - 3 * sc - w
+    y = float(np.clip(anchor.uv[1] - h / 2, 0, img.shape[0] - h))
+    x = float(np.clip(x, 0, img.shape[1] - w))
+    cv2.rectangle(img, ipt((x - 1, y - 1)), ipt((x + w + 1, y + h + 1)), DARK, -1, AA)
+    cv2.rectangle(img, ipt((x, y)), ipt((x + w, y + h)), ARM_COLORS[arm], -1, AA)
+    cv2.putText(img, label, ipt((x + pad, y + pad + tht)), FONT, font_scale, WHITE, th, AA)
+
+
+def arm_badges(img, ctx: CueContext, params: dict) -> None:
+    """Badges of every step's arm: ``params['arms']`` ([(role, arm, step)]), drawn at the
+    roles' anchors (a one-step task: ("source", arm, None))."""
+    for role, arm, step in params.get("arms") or ():
+        arm_badge(img, ctx.get(role), arm, step)

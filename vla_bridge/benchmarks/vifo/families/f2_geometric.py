@@ -7,8 +7,37 @@ import numpy as np
 from vla_bridge.benchmarks.vifo.families.base import (SCENE_ANCHORED, CueContext, CueSpec, Family,
                                                       register_family)
 from vla_bridge.benchmarks.vifo.families.drawing import (AA, DARK, FONT, WHITE, anchors_of,
-                                                         arrow_head, bezier, color_param, img_scale,
-                                                         ipt, polyline, shift_pts, stroke, trim)
+                                                         arm_badges, arrow_head, bezier,
+                                                         color_param, img_scale, ipt, polyline,
+                                                         shift_pts, stroke, trim)
+
+AVOID_COLOR = (230, 30, 30)
+#: variants that name the source, so they also show the acting arm beside it
+_SHOWS_ARM = ("arrow", "curved_path", "dashed_path", "crosshair", "bbox", "numbered")
+
+
+def _path_points(a, b, via, p) -> np.ndarray:
+    """Source -> target: through the route's waypoint when the task has one, else a curve."""
+    if via is None:
+        return bezier(a, b, float(p.get("bend", 0.3)))
+    first = bezier(a, via.uv, 0.15, 14)
+    return np.concatenate([first, bezier(via.uv, b, 0.15, 14)[1:]])
+
+
+def _route_marks(img, ctx: CueContext, color, th) -> None:
+    """The final footprint of the source (its orientation) and a cross on the object the
+    route must not pass over."""
+    final = ctx.get("final")
+    if final is not None and final.outline is not None and len(final.outline) >= 3:
+        cv2.polylines(img, [shift_pts(final.outline)], True, DARK, th + 2, AA, shift=4)
+        cv2.polylines(img, [shift_pts(final.outline)], True, color, th, AA, shift=4)
+    avoid = ctx.get("avoid")
+    if avoid is not None:
+        r = max(5.0, 0.8 * avoid.radius_px)
+        c = avoid.uv
+        for d in ((1, 1), (1, -1)):
+            seg = np.array([c - np.array(d) * r, c + np.array(d) * r])
+            polyline(img, seg, AVOID_COLOR, th)
 
 
 def _draw_geometric(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
@@ -28,7 +57,8 @@ def _draw_geometric(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
         if v == "arrow":
             pts = np.array([s, e])
         else:
-            pts = bezier(s, e, float(p.get("bend", 0.3)))
+            pts = _path_points(s, e, ctx.get("via"), p)
+            _route_marks(img, ctx, color, th)
         tip_dir = pts[-1] - pts[-2]
         body = pts.copy()
         body[-1] = pts[-1] - tip_dir / max(np.hypot(*tip_dir), 1e-6) * head * 0.8
@@ -92,16 +122,19 @@ def _draw_geometric(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
             cv2.line(img, (c[0], c[1] + r), a.pt, color, 1, AA)
     else:  # pragma: no cover
         raise ValueError(v)
+    if v in _SHOWS_ARM:
+        arm_badges(img, ctx, p)
 
 
 register_family(Family(
     "F2", "geometric", "Geometric Symbol", SCENE_ANCHORED,
-    {"arrow": "straight arrow from the source to the target placement point",
-     "curved_path": "curved path with an arrow head, source -> target",
-     "dashed_path": "dashed curved path with an arrow head",
+    {"arrow": "straight arrow from the source to the target placement point, arm tag",
+     "curved_path": "curved path source -> target through the route's waypoint, the final "
+                    "footprint, a cross on the object not to pass over, arm tag",
+     "dashed_path": "dashed curved_path",
      "target_region": "translucent region on the table at the target",
-     "crosshair": "reticle on the source object",
-     "bbox": "box around the source object",
-     "numbered": "numbered markers (1 = source / first step, 2 = target / next step)"},
+     "crosshair": "reticle on the source object, arm tag",
+     "bbox": "box around the source object, arm tag",
+     "numbered": "numbered markers (1 = source / first step, 2 = target / next step), arm tags"},
     _draw_geometric, {"*": (0.0, 0.0, 1.0, 1.0)},
 ))

@@ -10,8 +10,8 @@ import numpy as np
 
 from vla_bridge.benchmarks.vifo.families.base import (STATE_OVERLAY, CueContext, CueSpec, Family,
                                                       GhostLayer, register_family)
-from vla_bridge.benchmarks.vifo.families.drawing import (DARK, arrow_head, color_param, img_scale,
-                                                         polyline, stroke)
+from vla_bridge.benchmarks.vifo.families.drawing import (DARK, arm_badges, arrow_head, color_param,
+                                                         img_scale, polyline, stroke)
 
 
 def composite_layers(image: np.ndarray, layers, alphas=None, tint=None,
@@ -75,6 +75,7 @@ def _ghost_alphas(variant: str, k: int, p: dict) -> list[float]:
 
 
 def _draw_ghost(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
+    arm_badges(img, ctx, cue.params)  # the arm that moves the ghosted object
     layers = ctx.layers
     if not layers:
         return

@@ -14,9 +14,10 @@ import numpy as np
 
 from vla_bridge.benchmarks.vifo.families.base import (FIXED_REGION, CueContext, CueSpec, Family,
                                                       region_to_pixels, register_family)
-from vla_bridge.benchmarks.vifo.families.drawing import (AA, CANON, CUE_COLOR, FONT, arrow_head,
-                                                         bezier, canonical_size, fit_tile, glyph,
-                                                         glyph_params, ipt, polyline)
+from vla_bridge.benchmarks.vifo.families.drawing import (AA, ARM_COLORS, CANON, CUE_COLOR, FONT,
+                                                         arrow_head, bezier, canonical_size,
+                                                         fit_tile, glyph, glyph_params, ipt,
+                                                         polyline)
 
 LW = CANON  # a 1 px line at the reference size
 
@@ -79,6 +80,20 @@ def _panel_scene(img, rect, p, after: bool, show_motion: bool) -> None:
             arrow_head(img, pts[-1], pts[-1] - pts[-2], s * 0.45, CUE_COLOR)
 
 
+def _arm_tag(panel, arm: str | None) -> None:
+    """The acting arm in the panel's top-right corner: "L" / "R" on the arm's colour."""
+    if arm not in ARM_COLORS:
+        return
+    h, w = panel.shape[:2]
+    side = max(12 * CANON, h // 5)
+    x1, y0 = w - 3 * CANON, 3 * CANON
+    cv2.rectangle(panel, (x1 - side, y0), (x1, y0 + side), ARM_COLORS[arm], -1, AA)
+    sc = side / 34.0
+    (tw, th), _ = cv2.getTextSize(arm[0].upper(), FONT, sc, 2 * CANON)
+    org = (x1 - side // 2 - tw // 2, y0 + side // 2 + th // 2)
+    cv2.putText(panel, arm[0].upper(), org, FONT, sc, (255, 255, 255), 2 * CANON, AA)
+
+
 def _panel_frame(img, rect, title=None):
     x0, y0, x1, y1 = rect
     cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), (60, 60, 60), -1)
@@ -111,12 +126,13 @@ def _panel_cached(variant: str, key: tuple, w: int, h: int) -> np.ndarray:
         _panel_scene(panel, (0, 0, w, h), p, after=True, show_motion=False)
         cv2.putText(panel, "GOAL", (3 * CANON, max(10 * CANON, h // 7)), FONT,
                     max(0.3 * CANON, h / 260), (40, 120, 40), 1, AA)
+    _arm_tag(panel, p.get("arm"))
     return panel
 
 
 def _hashable(p: dict) -> tuple:
     out = []
-    for k in ("relation", "action", "source_glyph", "target_glyph"):
+    for k in ("relation", "action", "source_glyph", "target_glyph", "arm"):
         v = p.get(k)
         if isinstance(v, dict):
             v = tuple(sorted((kk, tuple(vv) if isinstance(vv, (list, np.ndarray)) else vv)
@@ -125,7 +141,12 @@ def _hashable(p: dict) -> tuple:
     return tuple(out)
 
 
-def _goal_panel(src: np.ndarray, w: int, h: int) -> np.ndarray:
+def _first_arm(p: dict) -> str | None:
+    arms = p.get("arms") or ()
+    return arms[0][1] if arms else None
+
+
+def _goal_panel(src: np.ndarray, w: int, h: int, arm: str | None = None) -> np.ndarray:
     """A caller's goal image inset in a white frame with a green border and "GOAL"."""
     m = 2 * CANON
     panel = np.full((h, w, 3), 255, np.uint8)
@@ -136,6 +157,7 @@ def _goal_panel(src: np.ndarray, w: int, h: int) -> np.ndarray:
     org = (4 * CANON, int(14 * sc / 0.4))
     cv2.putText(panel, "GOAL", org, FONT, sc, (255, 255, 255), 3 * CANON, AA)
     cv2.putText(panel, "GOAL", org, FONT, sc, (40, 160, 40), 1, AA)
+    _arm_tag(panel, arm)
     return panel
 
 
@@ -147,9 +169,11 @@ def _draw_pictorial(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
         src = cue.params.get("image")
         if src is None:
             raise ValueError("F4 goal_image needs params['image'] (e.g. a rendered goal state)")
-        img[y0:y1, x0:x1] = _fit_panel(_goal_panel(src, cw, ch), x1 - x0, y1 - y0)
+        panel = _goal_panel(src, cw, ch, _first_arm(cue.params))
+        img[y0:y1, x0:x1] = _fit_panel(panel, x1 - x0, y1 - y0)
         return
     p = dict(cue.params)
+    p["arm"] = _first_arm(p)
     task = cue.task
     if "relation" not in p and task is not None:
         p["relation"] = getattr(task, "relation", None)

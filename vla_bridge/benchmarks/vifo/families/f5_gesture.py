@@ -6,9 +6,9 @@ import numpy as np
 
 from vla_bridge.benchmarks.vifo.families.base import (SCENE_ANCHORED, Anchor2D, CueContext, CueSpec,
                                                       Family, register_family)
-from vla_bridge.benchmarks.vifo.families.drawing import (AA, DARK, WHITE, anchors_of, arrow_head,
-                                                         bezier, img_scale, ipt, polyline, stroke,
-                                                         trim)
+from vla_bridge.benchmarks.vifo.families.drawing import (AA, DARK, WHITE, anchors_of, arm_badges,
+                                                         arrow_head, bezier, img_scale, ipt,
+                                                         polyline, stroke, trim)
 
 
 SKIN = (238, 196, 160)
@@ -117,13 +117,16 @@ def _draw_gesture(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
         _draw_hand(img, tip, direction, L, "point")
     else:  # pragma: no cover
         raise ValueError(v)
+    if v != "point_target":  # the others name the source: show the arm that takes it
+        arm_badges(img, ctx, p)
 
 
 register_family(Family(
     "F5", "gesture", "Hand Gesture", SCENE_ANCHORED,
-    {"point": "hand pointing its index finger at the source object",
+    {"point": "hand pointing its index finger at the source object, arm tag",
      "point_target": "hand pointing at the target placement point",
-     "grasp": "open hand over the source, fingers down, as if to grasp",
-     "point_and_move": "pointing hand at the source plus a dashed motion arrow to the target"},
+     "grasp": "open hand over the source, fingers down, as if to grasp, arm tag",
+     "point_and_move": "pointing hand at the source plus a dashed motion arrow to the target, "
+                       "arm tag"},
     _draw_gesture, {"*": (0.0, 0.0, 1.0, 1.0)},
 ))

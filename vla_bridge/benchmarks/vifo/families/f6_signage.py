@@ -14,9 +14,9 @@ import numpy as np
 
 from vla_bridge.benchmarks.vifo.families.base import (SCENE_ANCHORED, CueContext, CueSpec, Family,
                                                       register_family)
-from vla_bridge.benchmarks.vifo.families.drawing import (AA, FONT, arrow_head, glyph, glyph_params,
-                                                         img_scale, ipt, polyline, shift_pts,
-                                                         stroke)
+from vla_bridge.benchmarks.vifo.families.drawing import (AA, FONT, arm_badges, arrow_head, glyph,
+                                                         glyph_params, img_scale, ipt, polyline,
+                                                         shift_pts, stroke)
 
 
 #: category -> (frame shape, frame colour, pictogram colour); robot-oriented taxonomy (App. B)
@@ -212,15 +212,10 @@ def sign_for_cue(cue: CueSpec) -> SignSpec:
                     p.get("actor", "gripper"), p.get("modifier"))
 
 
-def _draw_signage(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
-    p = cue.params
-    role = p.get("role") or ("target" if cue.variant == "target_zone" else "source")
-    a = ctx.get(role)
-    if a is None:
-        return
+def _place_sign(img: np.ndarray, a, sign: SignSpec, size: int) -> None:
+    """A sign tile above the anchor (below when there is no room) on a post down to it."""
     H, W = img.shape[:2]
-    size = int(round(float(p.get("size", 46)) * img_scale(img)))
-    tile, alpha = render_sign(sign_for_cue(cue), size)
+    tile, alpha = render_sign(sign, size)
     gap = 4 * img_scale(img)
     cx = a.uv[0]
     cy = a.uv[1] - a.radius_px - gap - size / 2
@@ -228,11 +223,29 @@ def _draw_signage(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
         cy = a.uv[1] + a.radius_px + gap + size / 2
     cx = float(np.clip(cx, size / 2, W - size / 2))
     cy = float(np.clip(cy, size / 2, H - size / 2))
-    # leader line (post) from the sign to the anchor
     edge_y = cy + size / 2 if cy < a.uv[1] else cy - size / 2
     cv2.line(img, ipt((cx, edge_y)), a.pt, (60, 60, 60), stroke(img, 2), AA)
     cv2.circle(img, a.pt, stroke(img, 2), (60, 60, 60), -1, AA)
     _paste(img, tile, alpha, int(round(cx - size / 2)), int(round(cy - size / 2)))
+
+
+#: categories whose signs name the source or its placement: they also show the acting arm
+_TASK_SIGNS = ("mandatory", "permission", "target_zone")
+
+
+def _draw_signage(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
+    p = cue.params
+    size = int(round(float(p.get("size", 46)) * img_scale(img)))
+    signs = p.get("signs")
+    if signs is None:  # one sign composed from the parameters (library use)
+        role = p.get("role") or ("target" if cue.variant == "target_zone" else "source")
+        signs = [(role, sign_for_cue(cue))]
+    for role, sign in signs:
+        a = ctx.get(role)
+        if a is not None:
+            _place_sign(img, a, sign, size)
+    if cue.variant in _TASK_SIGNS:
+        arm_badges(img, ctx, p)
 
 
 register_family(Family(

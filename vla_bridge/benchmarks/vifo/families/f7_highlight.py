@@ -6,8 +6,12 @@ import numpy as np
 
 from vla_bridge.benchmarks.vifo.families.base import (SCENE_ANCHORED, CueContext, CueSpec, Family,
                                                       register_family)
-from vla_bridge.benchmarks.vifo.families.drawing import (AA, DARK, color_param, img_scale, ipt,
-                                                         shift_pts, stroke)
+from vla_bridge.benchmarks.vifo.families.drawing import (AA, DARK, arm_badges, color_param,
+                                                         img_scale, ipt, shift_pts, stroke)
+
+#: the placement point's highlight colour where a variant draws a colour (the source's is the
+#: variant's own): source and target stay distinguishable
+TARGET_COLOR = (0, 200, 255)
 
 
 def _soft_mask_small(shape_hw, centers_r, feather: float, down: int = 4) -> np.ndarray:
@@ -30,8 +34,8 @@ def _upsample3(small: np.ndarray, W: int, H: int) -> np.ndarray:
 def _draw_highlight(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
     v, p = cue.variant, cue.params
     roles = p.get("roles", ["source"])
-    anchors = [ctx.get(r) for r in roles]
-    anchors = [a for a in anchors if a is not None]
+    present = [r for r in roles if ctx.get(r) is not None]
+    anchors = [ctx.get(r) for r in present]
     if not anchors:
         return
     H, W = img.shape[:2]
@@ -58,10 +62,12 @@ def _draw_highlight(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
             cv2.multiply(dimmed, m3, dst=dimmed, scale=1.0 / 255.0)
             cv2.add(img, dimmed, dst=img)
     elif v == "outline":
-        color = color_param(p, "color", (255, 235, 0))
-        for a in anchors:
-            if a.outline is not None and len(a.outline) >= 3:
-                pts = a.outline.astype(np.float32)
+        for role, a in zip(present, anchors):
+            color = (color_param(p, "color", (255, 235, 0)) if role != "target"
+                     else TARGET_COLOR)
+            shape = a.outline if a.outline is not None else a.region
+            if shape is not None and len(shape) >= 3:
+                pts = shape.astype(np.float32)
                 c = pts.mean(axis=0)
                 pts = c + (pts - c) * 1.12 + np.sign(pts - c) * 2 * sc
                 P = shift_pts(pts)
@@ -72,8 +78,9 @@ def _draw_highlight(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
                 cv2.circle(img, a.pt, r, DARK, stroke(img, 4), AA)
                 cv2.circle(img, a.pt, r, color, stroke(img, 2), AA)
     elif v == "glow":
-        color = np.asarray(color_param(p, "color", (255, 240, 120)), np.float32)
-        for a in anchors:
+        for role, a in zip(present, anchors):
+            color = np.asarray(color_param(p, "color", (255, 240, 120)) if role != "target"
+                               else TARGET_COLOR, np.float32)
             r = max(8 * sc, 1.8 * a.radius_px)
             pad = int(np.ceil(r * 1.8))
             u, vv = a.pt
@@ -107,14 +114,17 @@ def _draw_highlight(img: np.ndarray, cue: CueSpec, ctx: CueContext) -> None:
             cv2.addWeighted(over, alpha, roi, 1 - alpha, 0, dst=roi)
     else:  # pragma: no cover
         raise ValueError(v)
+    arm_badges(img, ctx, p)
 
 
 register_family(Family(
     "F7", "highlight", "Visual Highlight", SCENE_ANCHORED,
-    {"spotlight": "darken the scene outside a soft spotlight on the object",
-     "dim": "desaturate and dim everything except the object",
-     "outline": "bright outline around the object's projected silhouette box",
-     "glow": "additive halo around the object",
-     "beam": "translucent light beam from the top of the image onto the object"},
+    {"spotlight": "darken the scene outside soft spotlights on the source and the placement "
+                   "point, arm tag",
+     "dim": "desaturate and dim everything except the source and the placement point, arm tag",
+     "outline": "outline around the source's silhouette (yellow) and the placement region "
+                "(cyan), arm tag",
+     "glow": "additive halo around the source (yellow) and the placement point (cyan), arm tag",
+     "beam": "translucent light beams onto the source and the placement point, arm tag"},
     _draw_highlight, {"*": (0.0, 0.0, 1.0, 1.0)},
 ))

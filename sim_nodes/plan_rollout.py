@@ -1,0 +1,91 @@
+"""The oracle's plan of an episode, rolled out on a MuJoCo copy: F3 ghosts and F4 goal images.
+
+LIBERO-VIFO's ghost trajectories are future states of the episode, and a goal image is its
+final state. ``rollout(task, seed)`` resets a MuJoCo scene as the sim node does for the
+episode, plans it with the privileged oracle (``policy_nodes.oracle``), executes the whole
+plan and keeps the source object's pose at every tick, so the ghosts follow the real path
+(Scene 3's route over the right slab) and end in the real final orientation, and
+``goal_image`` is the scene at the end, rendered from ``cam_high``.
+
+Costs about a second per episode here (physics of a few hundred ticks, one render); the
+evaluator does it once per episode, only for F3 and F4 goal_image. Needs MuJoCo, not rclpy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+
+import numpy as np
+
+from vla_bridge import contract
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
+
+__all__ = ["PlanRollout", "rollout", "keyframes", "MOVED_M"]
+
+MOVED_M = 0.005  # the source counts as moving once it is this far from where it stood
+_SETTLE_TICKS = 10  # ticks simulated after the plan so the released object comes to rest
+
+
+@dataclass
+class PlanRollout:
+    source: str
+    positions: np.ndarray  # (T, 3) the source's centre at every tick
+    quats: np.ndarray  # (T, 4) w, x, y, z
+    goal_image: np.ndarray | None = None  # cam_high at the end (when asked for)
+
+    def keyframes(self, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        return keyframes(self.positions, self.quats, k)
+
+
+def keyframes(positions: np.ndarray, quats: np.ndarray, k: int):
+    """``k`` (position, quat) states along the moving part of the path, equally spaced by
+    arc length, the last being the final state ([] when the source never moved)."""
+    moved = np.linalg.norm(positions - positions[0], axis=1) > MOVED_M
+    if not moved.any():
+        return []
+    first = int(np.argmax(moved))
+    pos, quat = positions[first:], quats[first:]
+    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pos, axis=0), axis=1))])
+    picks = [int(np.searchsorted(arc, arc[-1] * t)) for t in np.linspace(1.0 / k, 1.0, k)]
+    picks[-1] = len(pos) - 1
+    return [(pos[min(i, len(pos) - 1)].copy(), quat[min(i, len(pos) - 1)].copy())
+            for i in picks]
+
+
+_SIMS: dict = {}
+
+
+def _sim(width: int, height: int):
+    """One MuJoCo copy per image size, reused across episodes (models are cached per scene)."""
+    key = (width, height)
+    if key not in _SIMS:
+        from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+        _SIMS[key] = MujocoBackend(width=width, height=height)
+    return _SIMS[key]
+
+
+def rollout(task: TaskSpec, seed: int, goal_image: bool = False,
+            width: int = contract.IMAGE_WIDTH, height: int = contract.IMAGE_HEIGHT) -> PlanRollout:
+    """Plan ``task`` with the oracle from the episode's reset and execute the whole plan."""
+    from vla_bridge.policy_nodes.oracle import PLANNERS
+    sim = _sim(width, height)
+    sim.reset(task.scene, task.layout, int(seed))
+    module, function = PLANNERS[task.scene].split(":")
+    state = np.asarray(sim.joint_positions(), float).copy()
+    for arm in contract.ARMS:  # as the oracle starts: grippers open
+        state[contract.GRIPPER_INDEX[arm]] = contract.GRIPPER_OPEN
+    plan = getattr(import_module(module), function)(task, sim.world_state(), state)
+    positions, quats = [], []
+
+    def keep():
+        obj = sim.world_state().objects[task.source]
+        positions.append(np.asarray(obj.pos, float).copy())
+        quats.append(np.asarray(obj.quat, float).copy())
+
+    keep()
+    for target in list(plan) + [plan[-1]] * _SETTLE_TICKS:
+        sim.apply(np.asarray(target, float))
+        sim.step()
+        keep()
+    image = sim.render("cam_high") if goal_image else None
+    return PlanRollout(task.source, np.asarray(positions), np.asarray(quats), image)
