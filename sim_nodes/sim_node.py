@@ -173,14 +173,20 @@ class SimNode(Node):
 
     def scene_cues(self, ctl: dict) -> list:
         """The episode's scene-instantiated cue (cue_placement "scene" in the begin message):
-        a card built from the cue task, family, variant and seed, exactly as a replay will."""
+        a card built from the cue task, family, variant and seed, exactly as a replay will;
+        and a safety-critical scene's warning sign ("safety_scene")."""
+        cards = []
+        if ctl.get("safety_scene"):  # a safety-critical scene's warning sign (vifo.safety)
+            from vla_bridge.benchmarks.vifo.safety import hazard_cards
+            cards += hazard_cards(str(ctl["safety_scene"]), int(ctl["seed"]),
+                                  out_dir=self.cue_texture_dir)
         if ctl.get("cue_placement") != "scene" or not ctl.get("cue_task"):
-            return []
+            return cards
         from vla_bridge.benchmarks.vifo.protocols import episode_scene_cues
         from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
-        return episode_scene_cues(TaskSpec.from_dict(ctl["cue_task"]), ctl.get("cue_family") or "",
-                                  ctl.get("cue_variant") or "", int(ctl["seed"]),
-                                  out_dir=self.cue_texture_dir)
+        return cards + episode_scene_cues(TaskSpec.from_dict(ctl["cue_task"]),
+                                          ctl.get("cue_family") or "", ctl.get("cue_variant") or "",
+                                          int(ctl["seed"]), out_dir=self.cue_texture_dir)
 
     def status(self, kind: str, **fields) -> None:
         self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))

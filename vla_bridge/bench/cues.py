@@ -171,7 +171,13 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--sim", action="store_true", help="use a MuJoCo-rendered frame")
     ap.add_argument("--examples", metavar="DIR", help="also write the example PNGs to DIR")
+    ap.add_argument("--instances", action="store_true",
+                    help="only print the cue instances the compatibility filter builds over the "
+                         "554 RoboFollow tasks, per variant, and which task types it skips")
     args = ap.parse_args(argv)
+    if args.instances:
+        print(instance_report())
+        return
     res = time_overlays(args.repeats, args.sim)
     print(f"overlay cost per frame at {WIDTH}x{HEIGHT} (median of {args.repeats}, ms)")
     for code, per in res.items():
@@ -185,6 +191,23 @@ def main(argv=None) -> None:
     if args.examples:
         for p in save_examples(args.examples):
             print("wrote", p)
+
+
+# ----------------------------------------------------------------------------- instances
+
+def instance_report() -> str:
+    """The compatibility filter over all 554 tasks: instances per variant, then every variant
+    that skips tasks with the task types (scene:action) it skips."""
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite
+    from vla_bridge.benchmarks.vifo.compatibility import format_instance_counts, instance_counts
+    variants = [(f.code, v) for f in FAMILIES.values() for v in f.variants]
+    counts = instance_counts(load_suite().eval_tasks(), variants)
+    lines = [format_instance_counts(counts), "", "skipped task types per variant:"]
+    for name, c in counts.items():
+        if c["skipped"]:
+            kinds = ", ".join(f"{k} {n}" for k, n in c["skipped_by_type"].items())
+            lines.append(f"  {name}: {kinds}")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- examples
@@ -209,24 +232,59 @@ def _grid(tiles: list[np.ndarray], cols: int) -> np.ndarray:
     return sheet
 
 
+#: the tasks of the example sheets: a Scene 1 placement (every family) and a Scene 3 route
+EXAMPLE_TASKS = ("L0_place_yellow_block_3_behind_green_sphere", "L0_l_pick4_around2_to1_long_right")
+EXAMPLE_SEED = 1
+
+
+def _family_tiles(backend, task, code: str, seed: int = EXAMPLE_SEED) -> list[np.ndarray]:
+    """Every variant of a family on ``task``'s cam_high frame, built as the evaluator builds
+    it (``build_cue``; F3 and F4 goal_image from the plan's rollout); variants the
+    compatibility filter removes for the task are captioned so."""
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: F401 (suite cache)
+    from vla_bridge.benchmarks.vifo.compatibility import missing
+    from vla_bridge.benchmarks.vifo.protocols import build_cue
+    from vla_bridge.evaluation.cue_run import plan_params
+    from vla_bridge.evaluation.vqa.instances import sim_ghost_layers
+    backend.reset(task.scene, task.layout, seed)
+    world, img = backend.world_state(), backend.render("cam_high")
+    cam = backend.camera_model("cam_high")
+    tiles = []
+    for variant in FAMILIES[code].variants:
+        cue = build_cue(task, code, variant, seed,
+                        **plan_params(task, seed, code, variant, plan_ghosts=True))
+        layers = sim_ghost_layers(backend, cue, world, "cam_high") if code == "F3" else None
+        lacking = missing(task, code, variant)
+        note = f" (filtered: no {', '.join(lacking)})" if lacking else ""
+        tiles.append(_label(insert(img, cue, world, cam, layers), f"{code} {variant}{note}"))
+    return tiles
+
+
 def save_examples(out_dir, use_sim: bool = True) -> list[Path]:
-    """One PNG per family (every variant on the Scene 1 overhead frame) + the sign sheet."""
+    """One PNG per family: every variant on a Scene 1 placement (cam_high, MuJoCo) and, for
+    the families that can carry Scene 3's route and orientation, on a Scene 3 task below;
+    plus the sign sheet, the scene cue cards and the safety-critical scenes."""
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite
+    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    img, world, cam, layers, backend = _scene(use_sim)
-    task = ground(parse(EXAMPLE_INSTRUCTION), world)
+    suite = load_suite()
+    placement, route = (suite.get(t) for t in EXAMPLE_TASKS)
+    backend = MujocoBackend()
     written = []
-    for code, fam in FAMILIES.items():
-        tiles = []
-        for variant in fam.variants:
-            params = {"image": img} if variant == "goal_image" else {}
-            cue = make_cue(task, code, variant, world=world, **params)
-            frame = insert(img, cue, world, cam, layers if code == "F3" else None)
-            tiles.append(_label(frame, f"{code} {variant}"))
-        path = out / f"{code}_{fam.name}.png"
-        cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, min(4, len(tiles))), cv2.COLOR_RGB2BGR),
-                    [cv2.IMWRITE_PNG_COMPRESSION, 9])
-        written.append(path)
+    try:
+        for code, fam in FAMILIES.items():
+            tiles = _family_tiles(backend, placement, code)
+            cols = min(4, len(tiles))
+            if code in ("F2", "F3", "F8"):  # the families with route-carrying variants
+                tiles += [np.zeros_like(tiles[0])] * (-len(tiles) % cols)
+                tiles += _family_tiles(backend, route, code)
+            path = out / f"{code}_{fam.name}.png"
+            cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, cols), cv2.COLOR_RGB2BGR),
+                        [cv2.IMWRITE_PNG_COMPRESSION, 9])
+            written.append(path)
+    finally:
+        backend.close()
     # signage taxonomy: the eight category frames with a pictogram each
     preds = {"prohibition": "grasp", "mandatory": "place", "permission": "grasp",
              "hazard": "avoid", "target_zone": "place", "hri": "handover",
@@ -246,10 +304,29 @@ def save_examples(out_dir, use_sim: bool = True) -> list[Path]:
     cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, 4), cv2.COLOR_RGB2BGR),
                 [cv2.IMWRITE_PNG_COMPRESSION, 9])
     written.append(path)
-    if backend is not None:
-        backend.close()
-        written.append(save_scene_cue_examples(out))
+    written.append(save_scene_cue_examples(out))
+    written.append(save_safety_examples(out))
     return written
+
+
+def save_safety_examples(out_dir, seed: int = 42) -> Path:
+    """safety_scenes.png: the six safety-critical scenes with their warning signs (cam_high),
+    captioned with the hazard."""
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite
+    from vla_bridge.benchmarks.vifo.safety import SAFETY_SCENES, hazard_cards
+    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    suite, backend, tiles = load_suite(), MujocoBackend(), []
+    try:
+        for scene in SAFETY_SCENES:
+            task = suite.get(scene.hazard_task)
+            backend.reset(task.scene, task.layout, seed, hazard_cards(scene.name, seed))
+            tiles.append(_label(backend.render("cam_high"), scene.name))
+    finally:
+        backend.close()
+    path = Path(out_dir) / "safety_scenes.png"
+    cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, 3), cv2.COLOR_RGB2BGR),
+                [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    return path
 
 
 def save_scene_cue_examples(out_dir, task_id: str = "L0_pickup_yellow_block_3",

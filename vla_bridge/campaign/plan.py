@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials, select_tasks
-from vla_bridge.benchmarks.vifo.compatibility import filter_trials
-from vla_bridge.benchmarks.vifo.protocols import resolve_family_variant
+from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
+from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.run_dir import trial_key
 
 #: graphs a campaign can shard: they plan trials from scene/levels/tasks/rounds/seed
@@ -34,19 +33,20 @@ class Unit:
 
 
 def planned_trials(values: dict[str, str]) -> list[Trial]:
-    """The trials of a graph's resolved launch values, as its evaluator plans them."""
+    """The trials of a graph's resolved launch values, as its evaluator plans them (the cue
+    suite's tasks, the compatibility filter of a cue protocol)."""
     if int(values["rounds"]) < 1:
         raise ValueError(f"rounds must be >= 1, got {values['rounds']}")
-    tasks = select_tasks(load_suite(), values["scene"], values["levels"], values["tasks"])
+    cues = CueRun(values.get("cue_protocol", ""), values.get("cue_family", ""),
+                  values.get("cue_variant", ""), values.get("cue_placement", "overlay"),
+                  values.get("cue_suite", ""))
+    params = {"scene": values["scene"], "levels": values["levels"], "tasks": values["tasks"]}
+    tasks = cues.suite_tasks(load_suite(), params)
     if not tasks:
         raise ValueError("the selection matches no task")
     trials = plan_trials(tasks, int(values["rounds"]), int(values["seed"]))
-    if values.get("cue_protocol", "") in ("", "original"):
-        return trials
-    fam, variant = resolve_family_variant(values.get("cue_family", ""),
-                                          values.get("cue_variant", ""))
     ghosts = str(values.get("cue_render_ghosts", "true")).lower() in ("true", "1", "yes")
-    return filter_trials(trials, fam, variant, ghosts)[0]  # as the evaluator does
+    return cues.compatible(trials, plan_ghosts=ghosts)
 
 
 def unit_size(trials: int, workers: int, rounds: int) -> int:

@@ -19,9 +19,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, Trial, load_suite
+from vla_bridge.benchmarks.robofollow.tasks import (TaskSpec, Trial, load_suite, select_tasks,
+                                                   split_list)
 from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, ROLES
 from vla_bridge.benchmarks.vifo.compatibility import filter_trials
+from vla_bridge.benchmarks.vifo.safety import (SAFETY_SCENES, SAFETY_SUITE, check_suite,
+                                               format_safety_table, safety_metrics, safety_scene)
 from vla_bridge.benchmarks.vifo.protocols import (TrialCue, build_cue, check_placement,
                                                   check_protocol, format_cue_table, plan_trial,
                                                   resolve_family_variant)
@@ -46,8 +49,9 @@ def plan_params(task: TaskSpec, seed: int, fam: str, variant: str, plan_ghosts: 
 
 class CueRun:
     def __init__(self, protocol: str = "", family: str = "", variant: str = "",
-                 placement: str = "overlay"):
+                 placement: str = "overlay", suite: str = ""):
         self.protocol = check_protocol(protocol)
+        self.suite = check_suite(suite, self.protocol)
         self.family = self.variant = None
         if self.shows_cues:
             self.family, self.variant = resolve_family_variant(family, variant)
@@ -93,6 +97,20 @@ class CueRun:
         self.skipped = {trial.task.id: reason for trial, reason in dropped}
         return kept
 
+    def suite_tasks(self, suite, params: dict) -> list[TaskSpec]:
+        """The run's tasks: the selection (scene, levels, tasks) of RoboFollow's suite, or
+        under ``cue_suite`` safety the six scenes' hazardous tasks (``tasks`` narrows them)."""
+        if self.suite != SAFETY_SUITE:
+            return select_tasks(suite, params["scene"], params["levels"], params["tasks"])
+        wanted = set(split_list(params.get("tasks")) or ())
+        chosen = [s.hazard_task for s in SAFETY_SCENES
+                  if not wanted or s.hazard_task in wanted or s.name in wanted]
+        unknown = wanted - {s.hazard_task for s in SAFETY_SCENES} - {s.name for s in SAFETY_SCENES}
+        if unknown:
+            raise ValueError(f"cue_suite safety: unknown {sorted(unknown)}; its scenes: "
+                             + ", ".join(f"{s.name} ({s.hazard_task})" for s in SAFETY_SCENES))
+        return suite.eval_tasks(ids=chosen)
+
     # ------------------------------------------------------------------ per trial
     def prepare(self, trial: Trial, instruction: str):
         """(language for the policy, CueSpec to draw or None) of ``trial``."""
@@ -102,6 +120,8 @@ class CueRun:
         if self._suite is None:
             self._suite = load_suite()
         candidates = self._suite.eval_tasks(trial.task.scene)
+        if self.suite == SAFETY_SUITE:  # the language's task under conflict: the safe one
+            candidates = [self._suite.get(safety_scene(trial.task.id).safe_task)]
         self.plan = plan_trial(self.protocol, trial.task, trial.seed, candidates,
                                self.family, self.variant)
         drawn = self.plan.cue_task is not None and self.placement == "overlay"
@@ -122,6 +142,8 @@ class CueRun:
         if plan is None:
             return {}
         fields = {"cue_protocol": plan.protocol}
+        if self.suite == SAFETY_SUITE:  # the sim stands the scene's warning sign up
+            fields["safety_scene"] = safety_scene(self.trial.task.id).name
         if plan.cue_task is not None:
             fields.update(cue_task=plan.cue_task.to_dict(), cue_family=plan.family,
                           cue_variant=plan.variant, cue_placement=self.placement)
@@ -160,6 +182,8 @@ class CueRun:
         (another task than the begin task's) / ``_error``."""
         info = self.plan.row_fields()
         info["placement"] = self.placement if self.plan.cue_task is not None else None
+        if self.suite == SAFETY_SUITE:
+            info["safety_scene"] = safety_scene(self.trial.task.id).name
         for role in ROLES:
             s = scores.get(role)
             info[f"{role}_complete"] = None if s is None else s["complete"]
@@ -190,7 +214,12 @@ class CueRun:
         if not self.protocol:
             return None
         metrics = write_cue_metrics(run_dir, rows)
-        return format_cue_table(metrics) + "\n\n" + format_task_table(metrics["by_task"])
+        text = format_cue_table(metrics) + "\n\n" + format_task_table(metrics["by_task"])
+        if self.suite == SAFETY_SUITE:  # the hazardous task's completion per scene
+            table = format_safety_table(safety_metrics(rows))
+            (Path(run_dir) / "safety_table.txt").write_text(table + "\n")
+            text += "\n\n" + table
+        return text
 
 
 def _role_scores(row: dict, task: TaskSpec, is_begin: bool, score, intact) -> dict:

@@ -37,7 +37,7 @@ from typing import Callable, Protocol
 from vla_bridge import contract as C
 from vla_bridge.benchmarks.intact.metrics import intact_metrics
 from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
-from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials, select_tasks
+from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
 from vla_bridge.embodiment.episode_record import EpisodeRecord, FrameRecorder
 from vla_bridge.evaluation.bag_watch import BagWatch
 from vla_bridge.evaluation.cue_run import CueRun
@@ -62,6 +62,8 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
           "policy": "oracle", "hardware": "sim", "use_fake_hardware": False,
           # visual-cue protocols (LIBERO-VIFO): evaluation.cue_run.CueRun
           "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
+          # cue_suite "safety": the six safety-critical scenes (benchmarks.vifo.safety)
+          "cue_suite": "",
           # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
           # robot has no simulator, so its ghosts are projected box silhouettes)
           "cue_render_ghosts": False,
@@ -394,7 +396,7 @@ class SuiteRun:
 
     # ------------------------------------------------------------------ the suite
     def trials(self) -> list[Trial]:
-        tasks = select_tasks(load_suite(), self.p["scene"], self.p["levels"], self.p["tasks"])
+        tasks = self.cues.suite_tasks(load_suite(), self.p)
         if not tasks:
             raise ValueError("the selection matches no task")
         trials = plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))

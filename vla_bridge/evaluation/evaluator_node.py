@@ -41,7 +41,7 @@ class EvaluatorNode(Node):
         self.pub_control = self.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
         self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
         cues = CueRun(self.p["cue_protocol"], self.p["cue_family"], self.p["cue_variant"],
-                      self.p["cue_placement"])
+                      self.p["cue_placement"], self.p["cue_suite"])
         self.cue_hook = CueOverlayHook(self, cues, self.p["cue_render_ghosts"])
         self.suite = SuiteRun(self.p, self, cues=cues, log=self.get_logger(),
                               subscribers=[LatencyCollector(), self.cue_hook,

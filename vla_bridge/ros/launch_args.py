@@ -182,6 +182,11 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "where the cue appears: overlay (drawn into the policy's images) or scene (a "
                   "card standing in the sim's workspace; F1, F6, F8)",
                   sets=("evaluator_node.cue_placement",)),
+        LaunchArg("cue_suite", "",
+                  "'' (RoboFollow's tasks) or safety: the six safety-critical scenes, a safe "
+                  "task paired with a hazardous one the cue shows (scene/levels are ignored; "
+                  "tasks narrows them by scene name or hazardous task id)",
+                  sets=("evaluator_node.cue_suite",)),
         LaunchArg("image_source", "raw",
                   "images the policy reads: raw, or cued (the evaluator's cue overlay)",
                   sets=("policy_node.image_source",)),

@@ -53,6 +53,12 @@ def test_the_cue_shows_the_scored_task_in_all_554_tasks():
         payload = read_payload(task_payload(g, scored_facts(task)))
         assert payload["steps"][0]["source"] == task.source and \
             payload["steps"][0]["arm"] == task.arm, task.id
+        if (task.target or {}).get("place_slot") is not None:  # a Scene 4 slot: its position
+            from vla_bridge.benchmarks.robofollow.scoring.scene4 import slot_xy
+            slot = tuple(slot_xy(task.target["place_slot"]))
+            assert payload["at"] == pytest.approx(slot, abs=1e-3)
+            point = build_cue(task, "F2", "arrow", 42).anchors["target"].point
+            assert point[:2] == pytest.approx(slot)  # the arrow ends at the slot
         if task.scene == "scene3":
             route = route_spec(task)
             assert (payload["via"], payload["avoid"]) == (route.correct, route.wrong)

@@ -13,7 +13,8 @@ it, ``read_payload`` reads it back)::
 
 ``s1``, ``s2`` are the steps (arm, action, source[, relation, target]); ``via`` the object to
 pass over, ``avoid`` the one not to pass over, ``yaw`` the final yaw of the source in degrees
-(world frame, modulo 180 for a symmetric slab). ArUco tags (F8 ``aruco_tags``) take their ids
+(world frame, modulo 180 for a symmetric slab), ``at`` the x,y (m, world frame) where the
+source must end when the scorer fixes it (Scene 4's slots). ArUco tags (F8 ``aruco_tags``) take their ids
 from ``ARUCO_MEANINGS``: one id per meaning, so no two roles of an episode share one.
 """
 from __future__ import annotations
@@ -54,6 +55,7 @@ class ScoredFacts:
     route_over: str | None = None  # object the source must pass over (Scene 3)
     route_avoid: str | None = None  # object it must not pass over
     final_yaw: float | None = None  # radians, world frame (Scene 3's place mode)
+    place_xy: tuple[float, float] | None = None  # where the source must end (Scene 4's slots)
 
 
 def task_arms(task) -> list[tuple[str, str | None, int | None]]:
@@ -71,17 +73,23 @@ def _yaw_quat(yaw: float) -> tuple[float, float, float, float]:
 
 def task_anchors(task, world, facts: ScoredFacts | None, target_ref: AnchorRef | None) -> dict:
     """Anchors beyond source / target: "via" (above the object to pass over), "avoid", and
-    "final" (the source's box at the placement point, turned to the final yaw)."""
+    "final" (the source's box at the placement point, turned to the final yaw); "target"
+    itself when the scorer fixes the placement point (a Scene 4 slot)."""
     objs = getattr(world, "objects", world) or {}
     out: dict[str, AnchorRef] = {}
     if facts is None:
         return out
+    src = objs.get(task.source)
+    if facts.place_xy is not None and src is not None:
+        from vla_bridge.embodiment.workcell import TABLE_TOP_Z
+        z = TABLE_TOP_Z + float(src.size[2]) / 2
+        out["target"] = AnchorRef(point=(float(facts.place_xy[0]), float(facts.place_xy[1]), z),
+                                  radius_m=0.01, ground_radius_m=0.035)
     if facts.route_over in objs:
         top = float(objs[facts.route_over].size[2]) / 2 + ROUTE_LIFT_M
         out["via"] = AnchorRef(entity=facts.route_over, offset=(0.0, 0.0, top), radius_m=0.01)
     if facts.route_avoid in objs:
         out["avoid"] = AnchorRef(entity=facts.route_avoid, outline=True)
-    src = objs.get(task.source)
     if facts.final_yaw is not None and target_ref is not None and src is not None:
         size = tuple(float(v) for v in src.size)
         out["final"] = AnchorRef(entity=target_ref.entity, offset=target_ref.offset,
@@ -162,6 +170,8 @@ def task_payload(task, facts: ScoredFacts | None = None) -> str:
             fields.append(f"avoid={facts.route_avoid}")
         if facts.final_yaw is not None:
             fields.append(f"yaw={math.degrees(facts.final_yaw) % 180:.0f}")
+        if facts.place_xy is not None:
+            fields.append("at={:.3f},{:.3f}".format(*facts.place_xy))
     return ";".join(fields)
 
 
@@ -181,9 +191,10 @@ def read_payload(text: str) -> dict:
             raise ValueError(f"step s{i} {raw!r} needs arm,action,source[,relation,target]")
         parts += [None, None] if len(parts) == 3 else []
         steps.append(dict(zip(("arm", "action", "source", "relation", "target"), parts)))
-    yaw = fields.get("yaw")
+    yaw, at = fields.get("yaw"), fields.get("at")
     return {"version": fields["v"], "steps": steps, "via": fields.get("via"),
-            "avoid": fields.get("avoid"), "yaw_deg": float(yaw) if yaw is not None else None}
+            "avoid": fields.get("avoid"), "yaw_deg": float(yaw) if yaw is not None else None,
+            "at": tuple(float(v) for v in at.split(",")) if at else None}
 
 
 def aruco_ids(task, facts: ScoredFacts | None = None) -> dict[str, int]:

@@ -259,7 +259,12 @@ def _scored_steps(task: TaskSpec, steps: tuple) -> tuple:
 
 
 def scored_facts(task: TaskSpec) -> ScoredFacts | None:
-    """What RoboFollow's scorer checks beyond the steps: Scene 3's route and final yaw."""
+    """What RoboFollow's scorer checks beyond the steps: Scene 3's route and final yaw, a
+    Scene 4 slot's position."""
+    slot = (task.target or {}).get("place_slot")
+    if slot is not None:
+        from vla_bridge.benchmarks.robofollow.scoring.scene4 import slot_xy
+        return ScoredFacts(place_xy=tuple(float(v) for v in slot_xy(slot)))
     if task.scene != "scene3":
         return None
     from vla_bridge.benchmarks.robofollow.scoring.scene3 import route_spec, target_yaw
@@ -451,6 +456,8 @@ def scene_cue_texture(cue, kind: str | None = None, px: int = 256) -> np.ndarray
         "qr" if cue.variant == "qr" else "aruco")
     if kind == "sign":
         sign = cue.params.get("sign")
+        if not isinstance(sign, SignSpec) and cue.params.get("signs"):  # the task's own sign
+            sign = cue.params["signs"][0][1]
         if not isinstance(sign, SignSpec):
             from vla_bridge.benchmarks.vifo.families import sign_for_cue
             sign = sign_for_cue(cue)

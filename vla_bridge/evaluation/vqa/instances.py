@@ -97,10 +97,10 @@ def plan_instances(tasks: Iterable[TaskSpec], cues: Sequence[tuple[str, str]],
 
 # ----------------------------------------------------------------------------- scene + cue
 
-def ghost_poses(cue, world, k: int = GHOST_POSES) -> list[np.ndarray]:
-    """K future positions of the cue's source object (``replay.ghost_path``, the path the
-    graph's overlay draws)."""
-    return [pos for pos, _obj in ghost_path(cue, world, k)]
+def ghost_poses(cue, world, k: int = GHOST_POSES) -> list[tuple[np.ndarray, np.ndarray]]:
+    """K future (position, quat) of the cue's source object (``replay.ghost_path``, the path
+    the graph's overlay draws)."""
+    return [(pos, np.asarray(obj.quat, float)) for pos, obj in ghost_path(cue, world, k)]
 
 
 def sim_ghost_layers(sim, cue, world, camera: str) -> list:
