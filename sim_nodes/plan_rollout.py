@@ -64,9 +64,23 @@ def _sim(width: int, height: int):
     return _SIMS[key]
 
 
+_DONE: dict = {}  # recent rollouts: a VQA run asks for the same episode once per variant
+_KEEP = 32
+
+
 def rollout(task: TaskSpec, seed: int, goal_image: bool = False,
             width: int = contract.IMAGE_WIDTH, height: int = contract.IMAGE_HEIGHT) -> PlanRollout:
-    """Plan ``task`` with the oracle from the episode's reset and execute the whole plan."""
+    """Plan ``task`` with the oracle from the episode's reset and execute the whole plan
+    (deterministic, so the last few are kept and reused)."""
+    key = (task.id, task.layout, int(seed), goal_image, width, height)
+    if key not in _DONE:
+        if len(_DONE) >= _KEEP:
+            _DONE.pop(next(iter(_DONE)))
+        _DONE[key] = _rollout(task, seed, goal_image, width, height)
+    return _DONE[key]
+
+
+def _rollout(task: TaskSpec, seed: int, goal_image: bool, width: int, height: int) -> PlanRollout:
     from vla_bridge.policy_nodes.oracle import PLANNERS
     sim = _sim(width, height)
     sim.reset(task.scene, task.layout, int(seed))

@@ -222,6 +222,12 @@ def _label(img: np.ndarray, text: str) -> np.ndarray:
     return out
 
 
+def _write_sheet(path: Path, tiles: list[np.ndarray], cols: int) -> Path:
+    cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, cols), cv2.COLOR_RGB2BGR),
+                [cv2.IMWRITE_PNG_COMPRESSION, 9])
+    return path
+
+
 def _grid(tiles: list[np.ndarray], cols: int) -> np.ndarray:
     h, w = tiles[0].shape[:2]
     rows = (len(tiles) + cols - 1) // cols
@@ -279,10 +285,7 @@ def save_examples(out_dir, use_sim: bool = True) -> list[Path]:
             if code in ("F2", "F3", "F8"):  # the families with route-carrying variants
                 tiles += [np.zeros_like(tiles[0])] * (-len(tiles) % cols)
                 tiles += _family_tiles(backend, route, code)
-            path = out / f"{code}_{fam.name}.png"
-            cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, cols), cv2.COLOR_RGB2BGR),
-                        [cv2.IMWRITE_PNG_COMPRESSION, 9])
-            written.append(path)
+            written.append(_write_sheet(out / f"{code}_{fam.name}.png", tiles, cols))
     finally:
         backend.close()
     # signage taxonomy: the eight category frames with a pictogram each
@@ -300,10 +303,7 @@ def save_examples(out_dir, use_sim: bool = True) -> list[Path]:
         cv2.putText(canvas, cat, (4, 131), cv2.FONT_HERSHEY_SIMPLEX, 0.36, (0, 0, 0), 1,
                     cv2.LINE_AA)
         tiles.append(canvas)
-    path = out / "F6_signage_taxonomy.png"
-    cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, 4), cv2.COLOR_RGB2BGR),
-                [cv2.IMWRITE_PNG_COMPRESSION, 9])
-    written.append(path)
+    written.append(_write_sheet(out / "F6_signage_taxonomy.png", tiles, 4))
     written.append(save_scene_cue_examples(out))
     written.append(save_safety_examples(out))
     return written
@@ -323,10 +323,7 @@ def save_safety_examples(out_dir, seed: int = 42) -> Path:
             tiles.append(_label(backend.render("cam_high"), scene.name))
     finally:
         backend.close()
-    path = Path(out_dir) / "safety_scenes.png"
-    cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, 3), cv2.COLOR_RGB2BGR),
-                [cv2.IMWRITE_PNG_COMPRESSION, 9])
-    return path
+    return _write_sheet(Path(out_dir) / "safety_scenes.png", tiles, 3)
 
 
 def save_scene_cue_examples(out_dir, task_id: str = "L0_pickup_yellow_block_3",
@@ -348,10 +345,7 @@ def save_scene_cue_examples(out_dir, task_id: str = "L0_pickup_yellow_block_3",
                 tiles.append(_label(backend.render(cam), f"{code} {variant or 'default'} {cam}"))
     finally:
         backend.close()
-    path = Path(out_dir) / "scene_cues.png"
-    cv2.imwrite(str(path), cv2.cvtColor(_grid(tiles, 4), cv2.COLOR_RGB2BGR),
-                [cv2.IMWRITE_PNG_COMPRESSION, 9])
-    return path
+    return _write_sheet(Path(out_dir) / "scene_cues.png", tiles, 4)
 
 
 if __name__ == "__main__":
