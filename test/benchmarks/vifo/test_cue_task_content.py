@@ -205,3 +205,29 @@ def test_f4_goal_image_is_the_rendered_end_of_the_plan(sim):
     assert goal.shape == start.shape and np.any(goal != start, axis=2).mean() > 0.005
     out = insert(start, cue)
     assert np.any(out != start, axis=2).sum() > 500
+
+
+def test_aruco_ids_never_collide_within_an_episode():
+    from vla_bridge.benchmarks.vifo.content import ARUCO_MEANINGS, aruco_ids
+    for task in TASKS:
+        ids = aruco_ids(grounded(task), scored_facts(task))
+        assert len(set(ids.values())) == len(ids) and set(ids.values()) <= set(ARUCO_MEANINGS)
+
+
+def test_a_sequence_shows_both_steps_with_their_arms(sim):
+    seq = next(t for t in TASKS if t.action == "sequence_pickups" and t.level == "L0")
+    second, arm2 = seq.target["second_source"], seq.target["second_arm"]
+    task, world, raw, cam, cue, out = render_cue(sim, seq.id, "F2", "numbered")
+    for source, arm in ((seq.source, seq.arm), (second, arm2)):
+        uv = project_point(cam, world.objects[source].pos)
+        assert colour_near(out, ARM_COLORS[arm], uv, 30) > 15, source
+    import cv2
+    big = cv2.resize(raw, (640, 480))
+    from vla_bridge.embodiment.cameras import CameraModel
+    cam2 = CameraModel(640, 480, cam.fovy_deg, cam.world_from_camera)
+    tags = insert(big, build_cue(seq, "F8", "aruco_tags", 42), world, cam2)
+    det = cv2.aruco.ArucoDetector(cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_4X4_50),
+                                  cv2.aruco.DetectorParameters())
+    _corners, ids, _ = det.detectMarkers(cv2.cvtColor(tags, cv2.COLOR_RGB2GRAY))
+    want = {1 if seq.arm == "left" else 2, 9 if arm2 == "left" else 10}
+    assert set(ids.ravel().tolist()) == want
