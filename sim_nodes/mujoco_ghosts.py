@@ -93,7 +93,9 @@ class MirrorGhostRenderer:
         if not path or path[0][1] is None:
             return {c: [] for c in images}
         source = path[0][1].name
-        poses = [(np.asarray(pos, float), np.asarray(obj.quat, float)) for pos, obj in path]
+        poses = [(np.asarray(pos, float), np.asarray(obj.quat, float))
+                 if getattr(obj, "quat", None) is not None else np.asarray(pos, float)
+                 for pos, obj in path]
         height, width = next(iter(images.values())).shape[:2]
         sim = self._sim_for(width, height)
         sim.pose(world, joints)
