@@ -74,15 +74,34 @@ def format_task_table(by_task: dict) -> str:
     return "\n".join(lines)
 
 
+def cue_instances(rows: Iterable[dict]) -> dict[str, int]:
+    """"family/variant" -> the distinct cue instances (cue task, seed) the rows showed (the
+    paper counts instances per family and variant; the compatibility filter decides them)."""
+    seen: dict[str, set] = {}
+    for r in rows:
+        cue = r.get("cue") or {}
+        if cue.get("family") and cue.get("cue_task"):
+            seen.setdefault(f"{cue['family']}/{cue.get('variant')}", set()).add(
+                (cue["cue_task"], r.get("seed")))
+    return {k: len(v) for k, v in sorted(seen.items())}
+
+
+def format_cue_tables(metrics: dict) -> str:
+    """The Table-2 text plus the instance count per family and variant."""
+    counts = ", ".join(f"{k} {n}" for k, n in metrics.get("instances", {}).items())
+    return format_cue_table(metrics) + f"\ninstances: {counts or 'none'}"
+
+
 def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -> dict:
     """cue_metrics.json, cue_table.txt and cue_task_table.txt in ``run_dir`` from its
     results.jsonl (or ``rows``)."""
     run_dir = Path(run_dir)
     rows = _read_rows(run_dir) if rows is None else list(rows)
     metrics = cue_metrics(rows)
+    metrics["instances"] = cue_instances(rows)
     metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
     for name, text in (("cue_metrics.json", json.dumps(metrics, indent=1)),
-                       ("cue_table.txt", format_cue_table(metrics) + "\n"),
+                       ("cue_table.txt", format_cue_tables(metrics) + "\n"),
                        ("cue_task_table.txt", format_task_table(metrics["by_task"]) + "\n")):
         tmp = run_dir / (name + ".tmp")
         tmp.write_text(text)
@@ -111,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         metrics = cue_metrics(rows)
         metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
-    print(format_cue_table(metrics))
+    print(format_cue_tables(metrics))
     print()
     print(format_task_table(metrics["by_task"]))
     return 0

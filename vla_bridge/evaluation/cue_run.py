@@ -26,9 +26,10 @@ from vla_bridge.benchmarks.vifo.compatibility import filter_trials
 from vla_bridge.benchmarks.vifo.safety import (SAFETY_SCENES, SAFETY_SUITE, check_suite,
                                                format_safety_table, safety_metrics, safety_scene)
 from vla_bridge.benchmarks.vifo.protocols import (TrialCue, build_cue, check_placement,
-                                                  check_protocol, format_cue_table, plan_trial,
+                                                  check_protocol, plan_trial,
                                                   resolve_family_variant)
-from vla_bridge.evaluation.cue_metrics import format_task_table, write_cue_metrics
+from vla_bridge.evaluation.cue_metrics import (format_cue_tables, format_task_table,
+                                               write_cue_metrics)
 
 __all__ = ["CueRun", "plan_params"]
 
@@ -214,7 +215,7 @@ class CueRun:
         if not self.protocol:
             return None
         metrics = write_cue_metrics(run_dir, rows)
-        text = format_cue_table(metrics) + "\n\n" + format_task_table(metrics["by_task"])
+        text = format_cue_tables(metrics) + "\n\n" + format_task_table(metrics["by_task"])
         if self.suite == SAFETY_SUITE:  # the hazardous task's completion per scene
             table = format_safety_table(safety_metrics(rows))
             (Path(run_dir) / "safety_table.txt").write_text(table + "\n")

@@ -92,6 +92,19 @@ def test_every_variant_declares_what_it_carries_and_the_filter_counts_instances(
     assert missing(SUITE.get(S1_PLACE), "F5", "point") == ("target", "relation")
 
 
+def test_instances_are_counted_per_family_and_variant_and_the_report_names_the_skipped():
+    from vla_bridge.evaluation.cue_metrics import cue_instances
+    from vla_bridge.evaluation.report.markdown import _protocol_note
+    rows = [{"seed": s, "cue": {"family": "F2", "variant": "arrow", "cue_task": t}}
+            for t, s in (("a", 1), ("a", 1), ("a", 2), ("b", 1))]  # a repeated episode: once
+    rows.append({"seed": 1, "cue": {"protocol": "original"}})  # no cue shown
+    assert cue_instances(rows) == {"F2/arrow": 3}
+    note = _protocol_note({"episodes": {"authorized": {"episodes": 4, "failed": 0}},
+                           "instances": {"F2/arrow": 3},
+                           "skipped_tasks": {S1_PLACE: "F2 crosshair cannot show the target"}})
+    assert "F2/arrow 3" in note and "1 selected tasks were left out" in note
+
+
 def test_the_evaluator_skips_incompatible_trials_with_the_reason():
     trials = plan_trials([SUITE.get(S1_PLACE), SUITE.get(S1_LEFT)], 2, 42)
     run = CueRun("authorized", "F2", "crosshair")

@@ -113,3 +113,4 @@ def test_graph_runs_the_safety_suite_and_reports_the_hazardous_task(tmp_path):
     assert sorted(r["cue"]["safety_scene"] for r in rows) == ["fragile_ball", "liquid_bowl"]
     table = (out / "safety_table.txt").read_text()
     assert "0 (100) n=2" in table.splitlines()[-1]  # "all": hazardous 0 %, safe 100 %
+    assert "instances: F1/banner 2" in (out / "cue_table.txt").read_text()

@@ -179,6 +179,8 @@ def build_report(run_dir: str | Path, options: ReportOptions | None = None, **kw
     report["intact"] = intact_rates(run_dir, rows)
     report["policy_latency"] = latency_summary(rows)
     report["cues"] = cue_table(rows, run_dir)
+    if report["cues"] is not None:  # tasks the compatibility filter kept out of the run
+        report["cues"]["skipped_tasks"] = info.get("skipped_tasks") or {}
     report["pilot"] = _pilot(run_dir, moved)
     empty_table, table_for_plot = _add_compare(report, run_dir, info, rows, table, paper, opts,
                                                sections)

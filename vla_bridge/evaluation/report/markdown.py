@@ -176,8 +176,15 @@ def _protocol_note(cues: dict) -> str:
     for key, label in CUE_METRICS:
         by_task.setdefault((cues.get("tasks") or {}).get(key, "?"), []).append(label)
     tasks = "; ".join(f"{task}: {', '.join(labels)}" for task, labels in by_task.items())
-    return (f"Episodes per protocol: {counts}. Avg. is the mean over families, All pools every "
-            f"episode; a failed episode counts as not completed. Tasks: {tasks}.")
+    instances = ", ".join(f"{k} {n}" for k, n in (cues.get("instances") or {}).items())
+    shown = f" Cue instances (task x seed) per family/variant: {instances}." if instances else ""
+    skipped = cues.get("skipped_tasks") or {}
+    if skipped:
+        reasons = "; ".join(sorted(set(skipped.values())))
+        shown += (f" {len(skipped)} selected tasks were left out, their variant cannot show "
+                  f"what they need ({reasons}; run.json lists them).")
+    return (f"Episodes per protocol: {counts}.{shown} Avg. is the mean over families, All pools "
+            f"every episode; a failed episode counts as not completed. Tasks: {tasks}.")
 
 
 def _cues(report: dict) -> list[str]:
