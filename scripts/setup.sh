@@ -13,6 +13,7 @@
 # Environment knobs: VLA_BRIDGE_PYTHON (interpreter to create .venv with, default python3),
 # MUJOCO_GL (kept if set, else probed: egl, then osmesa), ROS_DOMAIN_ID (kept if set),
 # VLA_BRIDGE_LEROBOT=0 (leave out the LeRobot backend's packages, requirements-lerobot.txt).
+# VLA_BRIDGE_SAPIEN=0 (leave out sim:=sapien: sapien and Mesa's Vulkan from bookworm-backports).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -98,6 +99,61 @@ install_lerobot() {
     echo "import vla_bridge_torchvision_cpu_guard" >"$site/vla_bridge_torchvision_cpu_guard.pth"
 }
 
+# ------------------------------------------------------------------- SAPIEN backend (#14)
+# sim:=sapien. SAPIEN 3 renders through Vulkan, on a CPU with Mesa's lavapipe, and needs
+# Mesa >= 25: on Debian 12 that is bookworm-backports (added as an apt source when absent).
+# The backports Mesa replaces bookworm's 22.3 as a set (EGL, OSMesa and DRI too), and
+# MuJoCo's EGL/OSMesa rendering works on it. sapien is pinned in requirements-sapien.txt and
+# installed --no-deps (see there). Each step runs only when missing; VLA_BRIDGE_SAPIEN=0 skips.
+SAPIEN_MESA_MIN=25
+SAPIEN_BACKPORTS=/etc/apt/sources.list.d/vla_bridge-backports.sources
+
+sapien_vulkan_ok() {
+    local version
+    version=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null) || return 1
+    dpkg --compare-versions "$version" ge "$SAPIEN_MESA_MIN" && dpkg -s libvulkan1 >/dev/null 2>&1
+}
+
+install_sapien_vulkan() {
+    command -v dpkg >/dev/null 2>&1 || { log "no dpkg: skipping SAPIEN's Vulkan packages"; return 0; }
+    if sapien_vulkan_ok; then return 0; fi
+    local codename
+    codename=$(. /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")
+    if [ "$codename" != bookworm ]; then
+        log "WARNING: sim:=sapien needs Mesa >= $SAPIEN_MESA_MIN lavapipe (mesa-vulkan-drivers)"
+        return 0
+    fi
+    if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        log "adding the bookworm-backports apt source ($SAPIEN_BACKPORTS)"
+        printf '%s\n' "Types: deb" "URIs: http://deb.debian.org/debian" \
+            "Suites: bookworm-backports" "Components: main" \
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" |
+            as_root tee "$SAPIEN_BACKPORTS" >/dev/null
+    fi
+    log "installing Mesa lavapipe from bookworm-backports (SAPIEN's Vulkan on the CPU)"
+    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -qq)
+    as_root "${apt[@]}" update &&
+        as_root "${apt[@]}" install -y --no-install-recommends -t bookworm-backports \
+            mesa-vulkan-drivers libvulkan1 >&2 ||
+        log "WARNING: could not install mesa-vulkan-drivers (sim:=sapien will not render)"
+}
+
+install_sapien() {
+    local want have
+    want=$(sed -n 's/^sapien==//p' "$REPO/requirements-sapien.txt")
+    have=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("sapien"))' \
+        2>/dev/null || true)
+    if [ "$have" = "$want" ]; then return 0; fi
+    log "installing sapien==$want (requirements-sapien.txt, --no-deps)"
+    "$VENV/bin/python" -m pip install -q --no-deps -r "$REPO/requirements-sapien.txt" >&2
+}
+
+ensure_sapien() {  # after ensure_venv, under its lock
+    if [ "${VLA_BRIDGE_SAPIEN:-1}" = 0 ]; then return 0; fi
+    install_sapien_vulkan
+    install_sapien
+}
+
 # -------------------------------------------------------------------------- environment
 probe_gl() {  # can MuJoCo make an offscreen GL context with backend $1?
     env -u PYOPENGL_PLATFORM MUJOCO_GL="$1" timeout 60 "$VENV/bin/python" -c '
@@ -138,6 +194,7 @@ setup() {
     fi
     install_apt_packages
     ensure_venv
+    ensure_sapien
     if command -v flock >/dev/null 2>&1; then flock -u 9; fi
     export_environment
 }

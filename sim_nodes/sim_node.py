@@ -47,7 +47,8 @@ from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
 BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_control)
 REAL_TIME_OBSERVATION_PERIOD = 10  # observation_period 0 in real time
-BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend"}
+BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend",
+            "sapien": "vla_bridge.sim_nodes.sapien_backend:SapienBackend"}
 
 
 def make_backend(name: str, **kwargs):

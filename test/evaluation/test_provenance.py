@@ -240,3 +240,13 @@ def test_the_node_refuses_a_mixed_resume_with_one_line(session, tmp_path):
         "from the run directory's: policy 'oracle' -> 'hold' (run directory -> this run); use "
         "the same settings or another output directory"]
     assert len(results(tmp_path)) == 1
+
+
+def test_the_simulator_is_part_of_the_provenance_and_a_switch_is_refused():
+    from vla_bridge.evaluation.provenance import hardware_of, resume_differences
+    assert hardware_of({"hardware": "sim"}) == hardware_of({"hardware": "sim", "sim": "mujoco"}) \
+        == "sim"  # directories from before --sim existed still resume
+    assert hardware_of({"hardware": "sim", "sim": "sapien"}) == "sim:sapien"
+    old = {"policy": "oracle", "hardware": "sim"}
+    new = {"policy": "oracle", "hardware": hardware_of({"hardware": "sim", "sim": "sapien"})}
+    assert resume_differences(old, new) == ["hardware 'sim' -> 'sim:sapien'"]

@@ -1,5 +1,6 @@
-"""`vla-bridge bench overhead|recording|throughput|campaign|multinode`: benchmarks that print
-figures (the node graph; campaigns over Ray: bench/campaign.py)."""
+"""`vla-bridge bench overhead|recording|throughput|campaign|multinode|sapien|crosssim`:
+benchmarks that print figures (the node graph; campaigns over Ray: bench/campaign.py; SAPIEN
+against MuJoCo: bench/sapien.py)."""
 from __future__ import annotations
 
 import argparse
@@ -9,16 +10,33 @@ from vla_bridge.bench.graph import overhead, recording, throughput
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("which", choices=["overhead", "recording", "throughput", "campaign",
-                                          "multinode"], help="benchmark to run")
+                                          "multinode", "sapien", "crosssim"],
+                        help="benchmark to run")
     parser.add_argument("--per-level", type=int, default=2,
                         help="throughput, campaign, multinode: tasks sampled per scene and level")
     parser.add_argument("--rounds", type=int, default=2, help="campaign, multinode: rounds per task")
     parser.add_argument("--task", default="L0_place_yellow_block_1_behind_red_sphere")
     parser.add_argument("--episodes", type=int, default=4,
                         help="episodes per side; the first of each side is a warm-up")
+    parser.add_argument("--scene", default="scene1",
+                        help="crosssim: comma-separated scenes ('' = all four)")
+    parser.add_argument("--levels", default="", help="crosssim: comma-separated levels ('' = all)")
+    parser.add_argument("--policy", default="oracle", help="crosssim: policy backend spec")
+    parser.add_argument("--output", default=None, help="crosssim: write the rows to this JSON file")
+    parser.add_argument("--figure", default=None,
+                        help="sapien: instead of timing, write MuJoCo/SAPIEN images of --task here")
+    parser.add_argument("--no-graph", action="store_true",
+                        help="sapien: time in one process only, not through the graph")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.which in ("sapien", "crosssim"):
+        from vla_bridge.bench import sapien
+        if args.which == "sapien" and args.figure:
+            return sapien.figure(args.task, args.figure)
+        if args.which == "sapien":
+            return sapien.speed(args.task, args.episodes, graph=not args.no_graph)
+        return sapien.crosssim(args.scene, args.levels, args.policy, args.output)
     if args.which in ("campaign", "multinode"):
         from vla_bridge.bench import campaign
         if args.which == "campaign":

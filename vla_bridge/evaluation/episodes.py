@@ -60,6 +60,8 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
           # provenance (run.json): the policy node's backend spec (the `policy` launch
           # argument) and what fills the robot role (sim, fake_piper, piper)
           "policy": "oracle", "hardware": "sim", "use_fake_hardware": False,
+          # the sim node's simulator (the `sim` launch argument: mujoco or sapien)
+          "sim": "mujoco",
           # visual-cue protocols (LIBERO-VIFO): evaluation.cue_run.CueRun
           "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
           # cue_suite "safety": the six safety-critical scenes (benchmarks.vifo.safety)

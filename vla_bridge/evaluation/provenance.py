@@ -75,10 +75,14 @@ def git_commit(root: str | Path = SOURCE_ROOT) -> str:
 
 
 def hardware_of(params: dict) -> str:
-    """What filled the robot role: sim (the sim node), fake_piper (firmware emulator) or piper."""
+    """What filled the robot role: sim (the sim node on MuJoCo), sim:sapien (on SAPIEN),
+    fake_piper (firmware emulator) or piper."""
     hardware = params.get("hardware") or "sim"
     if hardware == "piper" and params.get("use_fake_hardware"):
         return "fake_piper"
+    simulator = params.get("sim") or "mujoco"
+    if hardware == "sim" and simulator != "mujoco":
+        return f"sim:{simulator}"
     return hardware
 
 

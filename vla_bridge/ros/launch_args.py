@@ -139,6 +139,10 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "physics, e.g. 10); 0: off", type="int", sets=("sim_node.record_fps",)),
         LaunchArg("policy", "oracle", "policy backend of the policy node (run.json records it)",
                   sets=("policy_node.backend", "evaluator_node.policy")),
+        LaunchArg("sim", "mujoco",
+                  "simulator of the sim node: mujoco, or sapien (SAPIEN 3 / PhysX, the engine "
+                  "RoboFollow was built on; the same workcell, scenes and cameras)",
+                  sets=("sim_node.backend", "evaluator_node.sim")),
         LaunchArg("lock_step", "true", "advance the sim only when the action has arrived",
                   type="bool", sets=("sim_node.lock_step",)),
         LaunchArg("latency", "none",
