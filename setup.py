@@ -72,6 +72,8 @@ setup(
             "sim_node = vla_bridge.sim_nodes.sim_node:main",
             "policy_node = vla_bridge.policy_nodes.policy_node:main",
             "evaluator_node = vla_bridge.evaluation.evaluator_node:main",
+            "libero_sim_node = vla_bridge.sim_nodes.libero_node:main",
+            "libero_evaluator_node = vla_bridge.evaluation.libero_evaluator_node:main",
             "recorder_node = vla_bridge.evaluation.recorder_node:main",
             "viewer_node = vla_bridge.evaluation.viewer_node:main",
             "piper_node = vla_bridge.robot_nodes.piper_node:main",

@@ -208,6 +208,7 @@ class ChunkRunner:
         self.status = status
         self.log_error = log_error
         self.async_inference = bool(async_inference)
+        self.action_dim: int | None = None  # the embodiment's; None: the contract's 14
         self.policy_lock = threading.RLock()  # predict and reset never overlap
         self.calls = 0
         self.latest_tick: float | None = None
@@ -273,7 +274,7 @@ class ChunkRunner:
                     self.policy.last_timing = {}
                 raw = self.policy.predict(obs)
                 t1 = time.perf_counter()
-                raw = C.validate_chunk(raw)
+                raw = C.validate_chunk(raw, self.action_dim)
                 delay = self.charged_delay(preprocess_s + time.perf_counter() - queued_at)
                 chunk, info = self.scheduler.process(
                     raw, obs.stamp, self.latest_tick if self.async_inference else None, obs.state,

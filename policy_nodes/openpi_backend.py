@@ -15,11 +15,15 @@ Observation mapping (``key_map``), presets:
   ``{cam_high, cam_left_wrist, cam_right_wrist}`` (+ ``cam_low`` when the observation has
   it) as **uint8 CHW** ``[3, H, W]`` after ``resize_with_pad`` to ``image_size`` (224),
   ``prompt`` = the instruction; reply ``actions`` ``[H, 14]`` absolute targets.
-* ``libero`` (openpi's ``examples/libero``): ``observation/image`` (cam_high),
-  ``observation/wrist_image`` (cam_right_wrist), both **uint8 HWC**, ``observation/state``,
-  ``prompt``. LIBERO states are end-effector poses and its actions 7-D end-effector deltas,
-  so a LIBERO server needs ``state_fn`` / ``action_fn`` adapters to drive our joint-space
-  arms; without them the reply fails the ``[H, 14]`` check with a message saying so.
+* ``libero`` (openpi's ``examples/libero``; the ``libero_panda`` embodiment of the contract,
+  so the backend declares it and a graph of another embodiment refuses it at start):
+  ``observation/image`` (cam_high = LIBERO's agentview) and ``observation/wrist_image``
+  (cam_left_wrist = the eye-in-hand camera), both **uint8 HWC** ``[224, 224, 3]`` after
+  ``resize_with_pad`` (the LIBERO sim publishes them upright, rotated 180 degrees from
+  LIBERO's render, as openpi's LIBERO client sends them), ``observation/state`` ``[8]``
+  float32 (end-effector position, axis-angle, two finger joints) and ``prompt``; reply
+  ``actions`` ``[H, 7]`` (six OSC deltas in [-1, 1], gripper in LIBERO's convention,
+  -1 = open, +1 = close, converted to ours as ``(1 - a) / 2``: ``gripper="libero"``).
 
 A custom ``key_map`` is a dict (or JSON) ``{"state": KEY, "prompt": KEY, "actions": KEY,
 "images": {camera: KEY}, "optional_images": [camera, ...], "image_layout": "chw"|"hwc"}``;
@@ -74,7 +78,7 @@ from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
 POS_OPEN, POS_CLOSE = 0.05800, 0.01844  # ALOHA puppet finger position, m
 JOINT_OPEN, JOINT_CLOSE = 1.4910, -0.6213  # ALOHA puppet gripper joint, rad
 HORN_RADIUS, ARM_LENGTH = 0.022, 0.036  # Interbotix gripper linkage, m
-GRIPPERS = ("aloha", "identity")
+GRIPPERS = ("aloha", "identity", "libero")
 WIRE_DTYPE = np.float32  # what openpi servers and clients send (actions and state)
 
 
@@ -110,6 +114,8 @@ def actions_from_wire(actions: np.ndarray, gripper: str) -> np.ndarray:
     if gripper == "aloha":
         for i in C.GRIPPER_INDEX.values():
             out[:, i] = aloha_action_gripper_to_contract(out[:, i])
+    elif gripper == "libero":  # the last column: -1 = open, +1 = close -> 1 = open, 0 = closed
+        out[:, -1] = np.clip((1.0 - out[:, -1]) / 2.0, 0.0, 1.0)
     return out
 
 
@@ -119,6 +125,8 @@ def actions_to_wire(actions: np.ndarray, gripper: str) -> np.ndarray:
     if gripper == "aloha":
         for i in C.GRIPPER_INDEX.values():
             out[:, i] = contract_gripper_to_aloha_action(out[:, i])
+    elif gripper == "libero":
+        out[:, -1] = 1.0 - 2.0 * np.clip(out[:, -1], 0.0, 1.0)
     return out.astype(WIRE_DTYPE)
 
 
@@ -143,7 +151,7 @@ KEY_MAPS: dict[str, dict] = {
     "libero": {
         "state": "observation/state", "prompt": "prompt", "actions": "actions",
         "image_layout": "hwc",
-        "images": {"cam_high": "observation/image", "cam_right_wrist": "observation/wrist_image"},
+        "images": {"cam_high": "observation/image", "cam_left_wrist": "observation/wrist_image"},
         "optional_images": [],
     },
 }
@@ -261,7 +269,7 @@ class OpenPIPolicy(PolicyBackend):
                  image_size: int | None = 224, key_map="aloha", gripper: str | None = None,
                  connect_timeout: float = 5.0, infer_timeout: float = 60.0,
                  chunk_size: int | None = None, state_fn=None, action_fn=None,
-                 use_openpi_client: bool = True):
+                 use_openpi_client: bool = True, embodiment: str | None = None):
         self.host, self.port, self.api_key = str(host), port, api_key
         self.uri = self.host if self.host.startswith("ws") else f"ws://{self.host}"
         if port not in (None, ""):
@@ -269,7 +277,11 @@ class OpenPIPolicy(PolicyBackend):
         self.image_size = image_size
         self.key_map = resolve_key_map(key_map)
         preset = key_map if isinstance(key_map, str) and key_map in KEY_MAPS else None
-        self.gripper = gripper or ("aloha" if preset == "aloha" else "identity")
+        default_gripper = {"aloha": "aloha", "libero": "libero"}.get(preset, "identity")
+        self.gripper = gripper or default_gripper
+        #: the contract embodiment this backend speaks (the policy node checks the graph's)
+        self.embodiment = C.get_embodiment(
+            embodiment or (C.LIBERO_PANDA.name if preset == "libero" else C.DEFAULT_EMBODIMENT)).name
         if self.gripper not in GRIPPERS:
             raise ValueError(f"gripper must be one of {GRIPPERS}, got {self.gripper!r}")
         self.connect_timeout = float(connect_timeout)
@@ -386,18 +398,18 @@ class OpenPIPolicy(PolicyBackend):
     def decode(self, reply: dict, obs: Observation) -> np.ndarray:
         key = self.key_map["actions"]
         actions = get(reply, key)
+        emb = C.get_embodiment(self.embodiment)
         if actions is None:
             raise ValueError(f"openpi server reply has no {key!r} (keys: {sorted(reply)}); "
-                             f"expected actions of shape [H, {C.ACTION_DIM}]")
+                             f"expected actions of shape [H, {emb.action_dim}]")
         actions = np.asarray(actions)
         if self.action_fn:
             actions = np.asarray(self.action_fn(actions, obs))
-        if actions.ndim != 2 or actions.shape[1] != C.ACTION_DIM or actions.shape[0] == 0:
+        if actions.ndim != 2 or actions.shape[1] != emb.action_dim or actions.shape[0] == 0:
             raise ValueError(
                 f"openpi server returned actions of shape {list(actions.shape)}; expected "
-                f"[H, {C.ACTION_DIM}] (ALOHA order: left joint1..6, left gripper, right "
-                "joint1..6, right gripper). A server for another embodiment needs action_fn "
-                "(and state_fn) adapters.")
+                f"[H, {emb.action_dim}] ({emb.name}: {', '.join(emb.action_names)}). A server "
+                "for another embodiment needs action_fn (and state_fn) adapters.")
         actions = actions_from_wire(actions, self.gripper)
         return actions[: self.chunk_size] if self.chunk_size else actions
 

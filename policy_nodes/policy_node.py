@@ -38,11 +38,18 @@ class PolicyNode(Node):
         p = {k: self.declare_parameter(k, v).value for k, v in
              {"backend": "oracle", "chunk_size": 50, "action_horizon": 50,
               "control_period": 0.06, "image_source": "raw", "follow": "language",
-              "temporal_ensemble": False, "async_inference": False}.items()}
+              "temporal_ensemble": False, "async_inference": False,
+              "embodiment": C.DEFAULT_EMBODIMENT}.items()}
         # follow: which task a privileged backend plans ("language" or "cue", see the oracle)
         self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"],
                                   control_period=p["control_period"], follow=p["follow"])
         self._pass_cue_task = _accepts(self.policy.set_instruction, "cue_task")
+        # the graph's embodiment (names, cameras, action width); a backend that declares
+        # another one is refused here, naming both (contract.agree_embodiment)
+        self.embodiment = C.agree_embodiment({
+            "the graph (policy_node.embodiment)": p["embodiment"],
+            f"policy backend {p['backend']!r}": getattr(self.policy, "embodiment",
+                                                        C.DEFAULT_EMBODIMENT)})
         self.dt = p["control_period"]
         self.action_horizon = int(p["action_horizon"])  # actions executed per call
         self.episode: str | None = None
@@ -55,6 +62,7 @@ class PolicyNode(Node):
             self.policy, ChunkScheduler(self.dt, self.action_horizon, p["temporal_ensemble"],
                                         p["async_inference"]),
             self._publish_chunk, self.status, self.get_logger().error, p["async_inference"])
+        self.chunking.action_dim = self.embodiment.action_dim
         self.heartbeat = Heartbeat(self, HEARTBEAT_PERIOD_S)
         self.get_logger().info(f"policy node ready: backend={p['backend']}")
 
@@ -70,7 +78,7 @@ class PolicyNode(Node):
         # per-tick streams: only the newest sample matters (the sim waits while we think),
         # so depth 1 keeps this node from replaying every tick of the chunk it just sent
         sub(JointState, C.TOPIC_JOINT_STATES, self.on_joints, C.QOS_LATEST)
-        for cam in C.CAMERAS:
+        for cam in self.embodiment.camera_names:
             sub(Image, topic(cam), lambda m, c=cam: self.on_image(c, m), C.QOS_IMAGES)
         if self.policy.needs_world_state:
             sub(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world, C.QOS_LATEST)
@@ -111,7 +119,7 @@ class PolicyNode(Node):
         except Exception as exc:
             self.status(C.STATUS_ERROR, message=f"policy reset failed: {exc}")
             return
-        self.status(C.STATUS_READY)
+        self.status(C.STATUS_READY, embodiment=self.embodiment.name)
 
     # ------------------------------------------------------------------ observation parts
     def _part(self, stamp) -> tuple[int, dict]:
@@ -141,7 +149,7 @@ class PolicyNode(Node):
 
     def maybe_predict(self, key: int) -> None:
         part = self.parts[key]
-        complete = ("state" in part and len(part["images"]) == len(C.CAMERAS)
+        complete = ("state" in part and len(part["images"]) == len(self.embodiment.cameras)
                     and (not self.policy.needs_world_state or "world" in part))
         if not complete or self.episode is None:
             return
@@ -150,7 +158,8 @@ class PolicyNode(Node):
         for older in [k for k in self.parts if k < key]:  # nothing older can be needed now
             del self.parts[older]
         world = part.get("world")
-        obs = Observation(state=messages.joint_state_to_array(part["state"], C.JOINT_NAMES),
+        obs = Observation(state=messages.joint_state_to_array(part["state"],
+                                                              self.embodiment.state_names),
                           images=part["images"], stamp=messages.stamp_to_sec(part["stamp"]),
                           world=messages.msg_to_world_state(world) if world is not None else None)
         self.predict_and_publish(obs, part["stamp"], time.perf_counter() - t0)
@@ -161,7 +170,7 @@ class PolicyNode(Node):
         self.chunking.on_observation(obs, stamp, self.episode, preprocess_s)
 
     def _publish_chunk(self, chunk, stamp) -> None:
-        msg = messages.chunk_to_msg(chunk, C.JOINT_NAMES, 0.0, self.dt)
+        msg = messages.chunk_to_msg(chunk, self.embodiment.action_names, 0.0, self.dt)
         msg.header.stamp = stamp
         self.pub_chunk.publish(msg)
         self.calls = self.chunking.calls + 1

@@ -26,6 +26,8 @@ POLICIES = {
     "torch": "vla_bridge.policy_nodes.torch_policy:TorchPolicy",
     "lerobot": "vla_bridge.policy_nodes.lerobot_backend:LeRobotPolicy",
     "replay": "vla_bridge.policy_nodes.registry:ReplayPolicy",
+    # LIBERO (embodiment libero_panda): privileged pick-and-place over OSC deltas
+    "libero_oracle": "vla_bridge.policy_nodes.oracle.libero:LiberoOracle",
 }
 
 

@@ -133,18 +133,27 @@ class PolicyServer:
         self.dt = float(control_period)
         self.key_map = resolve_key_map(key_map)
         preset = key_map if isinstance(key_map, str) and key_map in KEY_MAPS else None
-        self.gripper = gripper or ("aloha" if preset == "aloha" else "identity")
+        self.gripper = gripper or {"aloha": "aloha", "libero": "libero"}.get(preset, "identity")
         if self.gripper not in GRIPPERS:
             raise ValueError(f"gripper must be one of {GRIPPERS}, got {self.gripper!r}")
+        # the LIBERO key map serves the libero_panda embodiment (8-D state, [H, 7] actions);
+        # the backend must speak the same one (contract.agree_embodiment names both)
+        self.embodiment = C.agree_embodiment({
+            f"key map {key_map if preset else 'custom'!r}":
+                C.LIBERO_PANDA.name if preset == "libero" else C.DEFAULT_EMBODIMENT,
+            f"policy backend {policy_spec!r}": getattr(self.policy, "embodiment",
+                                                        C.DEFAULT_EMBODIMENT)})
         self.lock = threading.Lock()
         self.new_episode = True
         self.prompt: str | None = None
         self.calls = 0
 
     def metadata(self) -> dict:
-        return {"server": "vla_bridge", "policy": self.spec, "action_dim": C.ACTION_DIM,
+        emb = self.embodiment
+        return {"server": "vla_bridge", "policy": self.spec, "action_dim": emb.action_dim,
                 "action_horizon": self.chunk_size, "control_period": self.dt,
-                "joint_names": list(C.JOINT_NAMES), "cameras": list(C.CAMERAS),
+                "embodiment": emb.name, "joint_names": list(emb.action_names),
+                "cameras": list(emb.camera_names),
                 "key_map": {k: v for k, v in self.key_map.items()}, "gripper": self.gripper,
                 "needs_world_state": bool(self.policy.needs_world_state)}
 
@@ -163,9 +172,10 @@ class PolicyServer:
         if state is None:
             raise ValueError(f"observation has no state key {km['state']!r} (keys: {sorted(obs)})")
         state = state_from_wire(np.asarray(state, dtype=float).reshape(-1), self.gripper)
-        if state.shape != (C.ACTION_DIM,):
-            raise ValueError(f"state must have shape [{C.ACTION_DIM}] (contract joint order), "
-                             f"got {list(state.shape)}")
+        emb = self.embodiment
+        if state.shape != (emb.state_dim,):
+            raise ValueError(f"state must have shape [{emb.state_dim}] ({emb.name}: "
+                             f"{', '.join(emb.state_names)}), got {list(state.shape)}")
         images = {cam: _image_hwc(get(obs, key)) for cam, key in km["images"].items()
                   if get(obs, key) is not None}
         prompt = get(obs, km["prompt"], "") if km.get("prompt") else ""
@@ -186,7 +196,7 @@ class PolicyServer:
         stamp = float(stamp) if stamp is not None else self.calls * self.chunk_size * self.dt
         chunk = C.validate_chunk(self.policy.predict(Observation(
             state=state, images=images, stamp=stamp,
-            world=world_from_dict(world) if world is not None else None)))
+            world=world_from_dict(world) if world is not None else None)), emb.action_dim)
         self.calls += 1
         return {"actions": actions_to_wire(chunk, self.gripper)}
 

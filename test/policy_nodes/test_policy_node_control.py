@@ -34,7 +34,8 @@ def begin(episode: str) -> String:
 
 def test_junk_control_is_logged_once_each_and_changes_nothing(node):
     node.on_control(begin("e1"))
-    assert node.episode == "e1" and node.sent == [{"kind": "ready", "episode": "e1"}]
+    assert node.episode == "e1" and node.sent == [{"kind": "ready", "episode": "e1",
+                                                  "embodiment": "aloha_piper"}]
     node.calls = 4
     junk = JUNK_CONTROL + half_valid_begins(TASK)
     for data in junk:
@@ -47,7 +48,8 @@ def test_junk_control_is_logged_once_each_and_changes_nothing(node):
     assert len(node.sent) == 1  # no status for junk
 
     node.on_control(begin("e2"))  # the node is still there and takes the next episode
-    assert node.episode == "e2" and node.sent[-1] == {"kind": "ready", "episode": "e2"}
+    assert node.episode == "e2" and node.sent[-1] == {"kind": "ready", "episode": "e2",
+                                                   "embodiment": "aloha_piper"}
 
 
 def test_a_begin_that_fails_in_the_backend_is_reported_not_fatal(node):

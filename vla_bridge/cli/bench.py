@@ -1,4 +1,4 @@
-"""`vla-bridge bench overhead|recording|throughput|campaign|multinode|sapien|crosssim`:
+"""`vla-bridge bench overhead|recording|throughput|campaign|multinode|sapien|crosssim|libero`:
 benchmarks that print figures (the node graph; campaigns over Ray: bench/campaign.py; SAPIEN
 against MuJoCo: bench/sapien.py)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from vla_bridge.bench.graph import overhead, recording, throughput
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("which", choices=["overhead", "recording", "throughput", "campaign",
-                                          "multinode", "sapien", "crosssim"],
+                                          "multinode", "sapien", "crosssim", "libero"],
                         help="benchmark to run")
     parser.add_argument("--per-level", type=int, default=2,
                         help="throughput, campaign, multinode: tasks sampled per scene and level")
@@ -23,13 +23,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--levels", default="", help="crosssim: comma-separated levels ('' = all)")
     parser.add_argument("--policy", default="oracle", help="crosssim: policy backend spec")
     parser.add_argument("--output", default=None, help="crosssim: write the rows to this JSON file")
+    parser.add_argument("--suite", default="libero_spatial,libero_object,libero_goal,libero_10",
+                        help="libero: comma-separated LIBERO suites")
+    parser.add_argument("--tasks", default="", help="libero: task numbers per suite, e.g. 0-9")
+    parser.add_argument("--inits", default="0", help="libero: initial states per task, e.g. 0-4")
     parser.add_argument("--figure", default=None,
                         help="sapien: instead of timing, write MuJoCo/SAPIEN images of --task here")
     parser.add_argument("--no-graph", action="store_true",
-                        help="sapien: time in one process only, not through the graph")
+                        help="sapien, libero: time in one process only, not through the graph")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.which == "libero":
+        from vla_bridge.bench import libero
+        return libero.speed(args.suite, args.tasks, args.inits, graph=not args.no_graph)
     if args.which in ("sapien", "crosssim"):
         from vla_bridge.bench import sapien
         if args.which == "sapien" and args.figure:

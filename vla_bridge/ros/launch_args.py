@@ -205,6 +205,56 @@ ROBOFOLLOW_SIM = GraphSpec(
 
 GRAPHS: dict[str, GraphSpec] = {ROBOFOLLOW_SIM.name: ROBOFOLLOW_SIM}
 
+# LIBERO's own task suites (#13): the LIBERO sim node runs from its own venv (robosuite 1.4.0
+# needs mujoco 3.3.7; `bash scripts/setup.sh libero` builds .venv-libero), the policy node and
+# the LIBERO evaluator from this one. The graph speaks the `libero_panda` embodiment.
+LIBERO_VENV_PYTHON = str(__import__("pathlib").Path(__file__).resolve().parents[2]
+                         / ".venv-libero" / "bin" / "python")
+LIBERO_SIM_NODE = NodeSpec("sim_node", "vla_bridge.sim_nodes.libero_node", "libero_sim_node",
+                           python_arg="sim_python")
+LIBERO_EVALUATOR = NodeSpec("evaluator_node", "vla_bridge.evaluation.libero_evaluator_node",
+                            "libero_evaluator_node")
+LIBERO_SIM = GraphSpec(
+    name="libero_sim",
+    description="LIBERO task suites (spatial, object, goal, 10) in LIBERO's own environments: "
+                "LIBERO sim node (.venv-libero), policy node, LIBERO evaluator (lock-step).",
+    params_file="config/libero_sim.yaml",
+    nodes=(LIBERO_SIM_NODE, POLICY, LIBERO_EVALUATOR),
+    end_node="evaluator_node",
+    args=(
+        LaunchArg("suite", "libero_spatial",
+                  "comma-separated LIBERO suites: libero_spatial, libero_object, libero_goal, "
+                  "libero_10 (\"\" = those four)", sets=("evaluator_node.suites",)),
+        LaunchArg("tasks", "", "task numbers within each suite, e.g. 0-4 or 0,3 (\"\" = all)",
+                  sets=("evaluator_node.tasks",)),
+        LaunchArg("inits", "0", "initial states of each task, e.g. 0-49 (the full protocol)",
+                  sets=("evaluator_node.inits",)),
+        LaunchArg("seed", "7", "base seed (episode seed = seed + initial state)", type="int",
+                  sets=("evaluator_node.seed",)),
+        LaunchArg("output", "runs/libero", "run directory (results, summary, report)",
+                  sets=("evaluator_node.output",)),
+        LaunchArg("resume", "true", "skip episodes already in the output's results.jsonl",
+                  type="bool", sets=("evaluator_node.resume",)),
+        LaunchArg("policy", "libero_oracle",
+                  "policy backend (libero_oracle: privileged scripted; openpi?key_map=libero&...)",
+                  sets=("policy_node.backend", "evaluator_node.policy")),
+        LaunchArg("max_steps", "0", "step budget per episode (0: the suite's: 220/280/300/520)",
+                  type="int", sets=("evaluator_node.max_steps",)),
+        LaunchArg("actions_per_call", "5",
+                  "actions executed per policy call (openpi's LIBERO replanning: 5)", type="int",
+                  sets=("evaluator_node.actions_per_call",)),
+        LaunchArg("chunk_size", "5", "actions the policy returns per call", type="int",
+                  sets=("policy_node.chunk_size", "policy_node.action_horizon")),
+        LaunchArg("episode_timeout", "300.0", "seconds without progress before an episode fails",
+                  type="float", sets=("evaluator_node.episode_timeout",)),
+        LaunchArg("sim_python", LIBERO_VENV_PYTHON,
+                  "Python interpreter of the LIBERO sim node (default: this checkout's "
+                  ".venv-libero, built by `bash scripts/setup.sh libero`)"),
+        LaunchArg("policy_python", "", "Python interpreter of the policy node (empty = this one)"),
+    ),
+)
+GRAPHS[LIBERO_SIM.name] = LIBERO_SIM
+
 
 def get_graph(name: str) -> GraphSpec:
     """The graph called `name` (a launch file's name without .launch.py also works)."""

@@ -1,0 +1,230 @@
+"""A privileged, scripted LIBERO policy: pick-and-place over the objects' poses, through the
+OSC controller's end-effector deltas (`contract.LIBERO_PANDA` actions). It proves the tasks
+are solvable through the graph; it is not a learned policy.
+
+It reads the task's BDDL goal (the begin message's `task["goal"]`, from the catalog) and the
+privileged world state (`LiberoBackend.world_state`: objects' bounding boxes, region sites,
+the end effector). Each `on`/`in` goal predicate becomes one pick-and-place, in order:
+
+1. above the object, 2. down to the grasp point, 3. close, 4. lift above what lies along the way,
+5. over the target, 6. down until the object is just above it, 7. open, 8. up.
+
+Grasps are top-down with the fingers closing along world y (the Panda's home orientation):
+bowls by the rim (the gripper centre on the wall, so each finger's 4 cm stroke reaches it;
+on the side with more room), others at their centre, the gripper turned 90 degrees about z
+when the object is narrower along x than along y. Each call returns `chunk_size` actions
+toward the current waypoint (a proportional step, clipped to the controller's [-1, 1]);
+orientation is held to the episode's first one (plus the grasp's yaw) the same way. A motion
+phase ends on a measured position (the first action of a call) within REACHED_M of its
+waypoint, or within STALL_NEAR_M when it stopped moving; a gripper phase after GRIP_STEPS
+actions. Goals it has no plan for (`open`, `close`, `turnon`, ...) are skipped
+(it holds still when none is left); `note` says which.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vla_bridge import contract as C
+from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+
+POS_SCALE = 0.05  # m per unit action (OSC_POSE output_max)
+ROT_SCALE = 0.5  # rad per unit action
+REACHED_M = 0.012
+#: a motion phase that made under STALL_M of progress since the last call while within
+#: STALL_NEAR_M of its waypoint is done (the OSC's steady-state error can exceed REACHED_M)
+STALL_M, STALL_NEAR_M = 0.002, 0.03
+GRIP_STEPS = 12  # steps the gripper is given to close or open
+RIM_WALL_M = 0.007  # from a bowl's outer radius to its wall: the gripper centre goes there
+PICKABLE_PREDICATES = ("on", "in")
+
+
+def axis_angle_to_matrix(v) -> np.ndarray:
+    v = np.asarray(v, float)
+    angle = float(np.linalg.norm(v))
+    if angle < 1e-12:
+        return np.eye(3)
+    k = v / angle
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
+
+
+def matrix_to_axis_angle(r) -> np.ndarray:
+    cos = max(-1.0, min(1.0, (np.trace(r) - 1) / 2))
+    angle = math.acos(cos)
+    if angle < 1e-9:
+        return np.zeros(3)
+    if math.pi - angle < 1e-6:  # 180 degrees: the axis from the symmetric part
+        k = np.sqrt(np.maximum((np.diag(r) + 1) / 2, 0))
+        k *= np.sign([1, r[0, 1] + 1e-12, r[0, 2] + 1e-12])
+        return k / np.linalg.norm(k) * angle
+    w = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]]) / (2 * math.sin(angle))
+    return w * angle
+
+
+def rot_z(yaw: float) -> np.ndarray:
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+class LiberoOracle(PolicyBackend):
+    needs_world_state = True
+    embodiment = C.LIBERO_PANDA.name
+
+    def __init__(self, chunk_size: int = 5, **_):
+        self.chunk_size = int(chunk_size)
+        self.reset()
+
+    def reset(self) -> None:
+        self.goals: list[list[str]] = []
+        self.phase = "idle"
+        self.note = ""
+        self.plan: dict | None = None
+        self.home_rot: np.ndarray | None = None
+        self.counter = 0
+        self.last_measured: np.ndarray | None = None  # the previous call's position
+
+    def set_instruction(self, instruction: str, task: dict | None = None) -> None:
+        goals = list((task or {}).get("goal") or [])
+        self.goals = [g for g in goals if g and g[0] in PICKABLE_PREDICATES]
+        skipped = [g for g in goals if not g or g[0] not in PICKABLE_PREDICATES]
+        self.note = (f"no plan for {' '.join(map(str, skipped[0]))!r}" if skipped else "")
+        if not goals:
+            self.note = "the task carries no BDDL goal"
+        self.phase = "approach" if self.goals else "hold"
+
+    # ------------------------------------------------------------------ planning
+    def _new_plan(self, world) -> dict:
+        pred, obj_name, target_name = self.goals[0][:3]
+        objects = world.objects
+        obj, target = objects[obj_name], objects[target_name]
+        top = obj.pos[2] + obj.size[2] / 2
+        bottom = obj.pos[2] - obj.size[2] / 2
+        grasp = obj.pos.copy()
+        yaw = 0.0
+        if "bowl" in obj_name:  # the rim on the side with more room for the outer finger
+            reach = obj.size[1] / 2 - RIM_WALL_M
+            sign = max((-1.0, 1.0), key=lambda sg: _clearance(
+                obj.pos[:2] + [0, sg * (reach + 0.045)], objects, obj_name))
+            grasp[1] += sign * reach
+            grasp[2] = top - 0.02
+        else:
+            if obj.size[1] > obj.size[0] and obj.size[1] > 0.06:
+                yaw = math.pi / 2
+            grasp[2] = max(bottom + 0.012, top - 0.035)
+        if target.size.any():  # an object: on top of its box
+            dest_xy, dest_top = target.pos[:2], target.pos[2] + target.size[2] / 2
+        else:  # a region site: its point (a container's site sits inside it)
+            dest_xy, dest_top = target.pos[:2], target.pos[2]
+        if pred == "in" and target_name.endswith("contain_region"):
+            container = objects.get(target_name.removesuffix("_contain_region"))
+            if container is not None:
+                dest_top = container.pos[2] + container.size[2] / 2 - 0.04
+        hang = grasp[2] - bottom  # gripper point above the object's bottom
+        clearance = max([top] + [o.pos[2] + o.size[2] / 2 for name, o in objects.items()
+                                 if o.size.any() and name != obj_name
+                                 and _near_path(o, grasp[:2], dest_xy, margin=0.08)])
+        lift_z = min(max(clearance, dest_top) + hang + 0.05, clearance + 0.25)
+        offset = grasp[:2] - obj.pos[:2]  # keep the object centred over the target
+        return {"object": obj_name, "target": target_name, "grasp": grasp, "yaw": yaw,
+                "lift_z": lift_z, "above": np.array([*grasp[:2], top + 0.08]),
+                "place": np.array([*(dest_xy + offset), dest_top + hang + 0.02])}
+
+    def _waypoint(self, pos: np.ndarray, measured: bool) -> tuple[np.ndarray, float]:
+        """The current phase's target position and gripper (1 = open), advancing phases
+        that are done: a motion phase only on a measured position (the chunk's first action),
+        a gripper phase after GRIP_STEPS actions."""
+        p = self.plan
+        while True:
+            ph = self.phase
+            if ph == "approach":
+                wp, g = p["above"], 1.0
+            elif ph == "descend":
+                wp, g = p["grasp"], 1.0
+            elif ph == "close":
+                wp, g = p["grasp"], 0.0
+            elif ph == "lift":
+                wp, g = np.array([*p["grasp"][:2], p["lift_z"]]), 0.0
+            elif ph == "carry":
+                wp, g = np.array([*p["place"][:2], p["lift_z"]]), 0.0
+            elif ph == "lower":
+                wp, g = p["place"], 0.0
+            elif ph == "release":
+                wp, g = p["place"], 1.0
+            elif ph == "retreat":
+                wp, g = np.array([*p["place"][:2], p["lift_z"]]), 1.0
+            else:
+                return pos, 1.0
+            tolerance = REACHED_M * (2 if ph in ("lift", "carry", "retreat") else 1)
+            error = float(np.linalg.norm(wp - pos))
+            stalled = (self.last_measured is not None and error < STALL_NEAR_M
+                       and np.linalg.norm(pos - self.last_measured) < STALL_M)
+            done = (self.counter >= GRIP_STEPS if ph in ("close", "release")
+                    else measured and (error < tolerance or stalled))
+            if not done:
+                return wp, g
+            self.counter = 0
+            order = ["approach", "descend", "close", "lift", "carry", "lower", "release", "retreat"]
+            nxt = order.index(ph) + 1
+            if nxt == len(order):  # this goal is placed: the next one, or hold
+                self.goals.pop(0)
+                self.plan = None
+                self.phase = "approach" if self.goals else "done"
+                return pos, 1.0
+            self.phase = order[nxt]
+
+    def predict(self, observation: Observation) -> np.ndarray:
+        state = np.asarray(observation.state, float)
+        pos, rot = state[:3], axis_angle_to_matrix(state[3:6])
+        if self.home_rot is None:
+            self.home_rot = rot
+        if self.phase in ("hold", "done", "idle") or observation.world is None:
+            return np.tile([0, 0, 0, 0, 0, 0, 1.0], (self.chunk_size, 1))
+        if self.plan is None:  # the next goal (planned on this observation's world)
+            self.plan = self._new_plan(observation.world)
+        goal_rot = rot_z(self.plan["yaw"]) @ self.home_rot
+        actions = []
+        # open-loop inside a chunk: predict the end effector moving toward the waypoint
+        sim_pos = pos.copy()
+        measured_pos = pos.copy()
+        for k in range(self.chunk_size):
+            if k == 1:
+                self.last_measured = measured_pos
+            if self.plan is None:  # the last goal was placed in this chunk: hold, open
+                actions.append([0, 0, 0, 0, 0, 0, 1.0])
+                continue
+            wp, g = self._waypoint(sim_pos, measured=k == 0)
+            if self.plan is None:
+                actions.append([0, 0, 0, 0, 0, 0, 1.0])
+                continue
+            step = np.clip((wp - sim_pos) / POS_SCALE, -1.0, 1.0)
+            rot_err = matrix_to_axis_angle(goal_rot @ rot.T)
+            actions.append([*step, *np.clip(rot_err / ROT_SCALE, -1.0, 1.0), g])
+            if self.phase in ("close", "release"):
+                self.counter += 1
+            sim_pos = sim_pos + step * POS_SCALE * 0.5  # the controller closes ~half the gap
+        return np.array(actions, float)
+
+
+def _clearance(xy, objects, skip: str) -> tuple[float, float]:
+    """Horizontal distance from `xy` to the nearest other object's bounding box (0 inside),
+    then to the nearest other object's centre in 5 cm steps (the tie-break inside a cabinet's
+    or a stove's box)."""
+    box = centre = np.inf
+    for name, o in objects.items():
+        if name == skip or not o.size.any():
+            continue
+        gap = np.maximum(np.abs(np.asarray(xy) - o.pos[:2]) - o.size[:2] / 2, 0.0)
+        box = min(box, float(np.linalg.norm(gap)))
+        centre = min(centre, float(np.linalg.norm(np.asarray(xy) - o.pos[:2])))
+    return box, round(centre / 0.05)  # centres within ~5 cm: a tie, the -y side wins
+
+
+def _near_path(obj, a, b, margin: float) -> bool:
+    """Whether `obj`'s footprint comes within `margin` of the straight carry from a to b."""
+    a, b, p = np.asarray(a, float), np.asarray(b, float), obj.pos[:2]
+    ab = b - a
+    t = float(np.clip(np.dot(p - a, ab) / max(np.dot(ab, ab), 1e-12), 0.0, 1.0))
+    gap = np.maximum(np.abs(p - (a + t * ab)) - obj.size[:2] / 2, 0.0)
+    return float(np.linalg.norm(gap)) < margin

@@ -1,0 +1,105 @@
+"""One LIBERO episode on the LIBERO backend, independent of ROS (the LIBERO sim node and the
+in-process runs of tests and `vla-bridge bench libero` execute exactly these steps).
+
+The protocol is openpi's LIBERO evaluation: the backend's reset restores the initial state
+and settles; the policy is asked for a chunk, its first `actions_per_call` actions run (openpi
+replans every 5 steps), then it is asked again; the episode ends at LIBERO's first success or
+when the suite's step budget (`libero_backend.STEP_BUDGET`, settle steps not counted) is spent.
+Only the step before an observation renders the cameras (`LiberoBackend.observe_next`).
+
+Actions are the 7-D `contract.LIBERO_PANDA` actions (six OSC deltas in [-1, 1], gripper
+1 = open, 0 = closed); a malformed chunk raises ValueError naming the expected shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from vla_bridge import contract as C
+from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.sim_nodes.libero_backend import EMBODIMENT, STEP_BUDGET
+
+REPLAN_STEPS = 5  # openpi's LIBERO client: actions executed per policy call
+
+
+class LiberoSession:
+    def __init__(self, backend):
+        self.backend = backend
+        self.cameras = EMBODIMENT.camera_names
+        self.max_steps = 0
+        self.actions_per_call = REPLAN_STEPS
+        self.calls = 0
+        self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])
+
+    def begin(self, suite: str, layout: str, seed: int, max_steps: int | None = None,
+              actions_per_call: int = REPLAN_STEPS) -> None:
+        """Reset to task/initial state `layout` ("TASK:INIT") of `suite`; `max_steps`: the
+        step budget (None: the suite's standard one)."""
+        if suite not in STEP_BUDGET:
+            raise ValueError(f"unknown LIBERO suite {suite!r}; expected one of {list(STEP_BUDGET)}")
+        if actions_per_call < 1:
+            raise ValueError(f"actions_per_call must be >= 1, got {actions_per_call}")
+        self.backend.reset(suite, layout, seed)
+        self.max_steps = int(max_steps) if max_steps else STEP_BUDGET[suite]
+        self.actions_per_call = int(actions_per_call)
+        self.calls = 0
+        self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])
+
+    @property
+    def steps(self) -> int:
+        return self.backend.steps
+
+    @property
+    def success(self) -> bool:
+        return self.backend.success
+
+    @property
+    def done(self) -> bool:
+        return self.success or self.steps >= self.max_steps
+
+    @property
+    def reason(self) -> str:
+        if self.success:
+            return "success (LIBERO's goal predicates hold)"
+        return f"step budget spent ({self.max_steps} steps)" if self.done else "running"
+
+    def observation(self, world: bool = True) -> Observation:
+        b = self.backend
+        return Observation(state=b.joint_positions(),
+                           images={c: b.render(c) for c in self.cameras},
+                           stamp=b.time, world=b.world_state() if world else None)
+
+    def execute(self, chunk):
+        """Run one policy call's chunk: its first `actions_per_call` actions, fewer when the
+        budget ends or LIBERO reports success; yields after each step. The last step before
+        the next observation renders the cameras."""
+        if self.done:
+            raise RuntimeError("the episode is over (success or step budget spent)")
+        actions = C.validate_chunk(chunk, EMBODIMENT.action_dim)
+        run = min(len(actions), self.actions_per_call, self.max_steps - self.steps)
+        self.calls += 1
+        for k in range(run):
+            if k == run - 1:
+                self.backend.observe_next()
+            self.backend.apply(actions[k])
+            self.command = self.backend.command
+            self.backend.step()
+            yield self.command
+            if self.success:
+                return
+
+
+def run_episode(session: LiberoSession, policy, suite: str, layout: str, seed: int,
+                instruction: str, task: dict | None = None, max_steps: int | None = None,
+                on_step=None) -> dict:
+    """One episode in this process (no ROS): the policy backend answers each observation.
+    Returns {"success", "steps", "calls", "reason"}; `on_step(session)` after each step."""
+    session.begin(suite, layout, seed, max_steps)
+    policy.reset()
+    policy.set_instruction(instruction, task)
+    while not session.done:
+        obs = session.observation(world=getattr(policy, "needs_world_state", False))
+        for _ in session.execute(policy.predict(obs)):
+            if on_step is not None:
+                on_step(session)
+    return {"success": session.success, "steps": session.steps, "calls": session.calls,
+            "reason": session.reason}

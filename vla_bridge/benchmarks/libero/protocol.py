@@ -1,0 +1,136 @@
+"""The LIBERO evaluation protocol as data and arithmetic, without LIBERO, MuJoCo or ROS: the
+suites' tasks (a catalog read from LIBERO's BDDL files), the trial plan, and per-task and
+per-suite success with 95 % Wilson intervals.
+
+The evaluator runs in the graph's main virtualenv, where `libero` is not installed, so the
+task list comes from `config/libero/suites.json`: LIBERO's own task names, instructions and
+BDDL goals, written from the installed package by
+
+    .venv-libero/bin/python -m vla_bridge.sim_nodes.libero_backend --write-catalog
+
+(a test compares it with the installed package).
+
+A trial is one task of a suite from one of its 50 shipped initial states: episode id
+`SUITE/TASK/INIT`, layout `TASK:INIT` for the sim, seed `seed + INIT`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from vla_bridge.paths import config_path
+
+CATALOG = "libero/suites.json"
+STANDARD_SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
+
+
+def load_catalog() -> dict:
+    """{suite: [{"index", "name", "instruction", "goal"}, ...]} from config/libero/."""
+    return json.loads(config_path(CATALOG).read_text())
+
+
+@dataclass(frozen=True)
+class LiberoTrial:
+    suite: str
+    task_index: int
+    init: int
+    name: str
+    instruction: str
+    goal: list
+    seed: int
+
+    @property
+    def episode(self) -> str:
+        return f"{self.suite}/{self.task_index}/{self.init}"
+
+    @property
+    def layout(self) -> str:
+        return f"{self.task_index}:{self.init}"
+
+    def task(self) -> dict:
+        """The begin message's task (the sim reads scene and layout; privileged policies the
+        goal)."""
+        return {"scene": self.suite, "layout": self.layout, "id": self.episode,
+                "name": self.name, "goal": self.goal}
+
+
+def parse_ints(text: str, upper: int, what: str) -> list[int]:
+    """"" (all of 0..upper-1), "3", "0-9" or "0,4,7-9" as sorted ints, checked in range."""
+    if not str(text).strip():
+        return list(range(upper))
+    out: set[int] = set()
+    for part in str(text).split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            a, b = int(lo), int(hi or lo)
+        except ValueError:
+            raise ValueError(f"{what} must be numbers or ranges like 0-9, got {text!r}") from None
+        if not 0 <= a <= b < upper:
+            raise ValueError(f"{what} {part.strip()!r} out of range 0..{upper - 1}")
+        out.update(range(a, b + 1))
+    return sorted(out)
+
+
+def plan_trials(suites: str | list[str], tasks: str = "", inits: str = "0",
+                seed: int = 7, catalog: dict | None = None) -> list[LiberoTrial]:
+    """Trials of `suites` (comma-separated; "" = the four standard suites) x task numbers x
+    initial states, in that order."""
+    catalog = catalog or load_catalog()
+    names = [s.strip() for s in suites.split(",")] if isinstance(suites, str) else list(suites)
+    names = [s for s in names if s] or list(STANDARD_SUITES)
+    unknown = [s for s in names if s not in catalog]
+    if unknown:
+        raise ValueError(f"unknown LIBERO suite(s) {unknown}; known: {sorted(catalog)}")
+    trials = []
+    for suite in names:
+        entries = catalog[suite]
+        for t in parse_ints(tasks, len(entries), "tasks"):
+            for init in parse_ints(inits, 50, "inits"):
+                e = entries[t]
+                trials.append(LiberoTrial(suite, t, init, e["name"], e["instruction"],
+                                          e["goal"], int(seed) + init))
+    return trials
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate (0, 0 for no trials)."""
+    if n == 0:
+        return 0.0, 0.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _stats(rows: list[dict]) -> dict:
+    n, k = len(rows), sum(bool(r.get("success")) for r in rows)
+    lo, hi = wilson(k, n)
+    walls = [r["wall_s"] for r in rows if isinstance(r.get("wall_s"), (int, float))]
+    return {"episodes": n, "successes": k, "success_rate": k / n if n else 0.0,
+            "ci95": [round(lo, 4), round(hi, 4)],
+            "mean_wall_s": round(sum(walls) / len(walls), 3) if walls else None}
+
+
+def summarize(rows: list[dict]) -> dict:
+    """Per task and per suite success (rate, 95 % Wilson interval, mean wall time) and the
+    failures' reasons, from result rows ({"suite", "task_index", "success", ...})."""
+    suites: dict[str, list[dict]] = {}
+    tasks: dict[str, list[dict]] = {}
+    for r in rows:
+        suites.setdefault(r["suite"], []).append(r)
+        tasks.setdefault(f"{r['suite']}/{r['task_index']}", []).append(r)
+    return {"suites": {s: _stats(v) for s, v in suites.items()},
+            "tasks": {t: {**_stats(v), "name": v[0].get("name", "")} for t, v in tasks.items()},
+            "overall": _stats(rows),
+            "failures": {r["episode"]: r.get("reason", "") for r in rows if not r.get("success")}}
+
+
+def format_summary(summary: dict) -> str:
+    lines = [f"{'suite':16} {'episodes':>8} {'success %':>10} {'95% CI':>15} {'s/episode':>10}"]
+    for suite, s in [*summary["suites"].items(), ("all", summary["overall"])]:
+        lo, hi = s["ci95"]
+        wall = f"{s['mean_wall_s']:.1f}" if s["mean_wall_s"] is not None else "-"
+        lines.append(f"{suite:16} {s['episodes']:8d} {100 * s['success_rate']:10.1f} "
+                     f"{f'{100 * lo:.1f}-{100 * hi:.1f}':>15} {wall:>10}")
+    return "\n".join(lines)
