@@ -110,8 +110,9 @@ def test_every_metric_names_its_task(conflict):
     lang, cue = metrics["by_task"]["conflict"]["language"], metrics["by_task"]["conflict"]["cue"]
     assert (lang["CR"], lang["intention"], lang["success"]) == (100.0, 100.0, 100.0)
     assert (cue["CR"], cue["intention"], cue["success"]) == (0.0, 0.0, 0.0)
-    legend = (run_dir / "cue_table.txt").read_text().splitlines()[-2]
-    assert legend == "task: followed language: Orig. SR, LFR; followed cue: AVF, VTR, UVF, UVI"
+    lines = (run_dir / "cue_table.txt").read_text().splitlines()
+    assert lines[-3] == "task: followed language: Orig. SR, LFR; followed cue: AVF, VTR, UVF, UVI"
+    assert lines[-1].startswith("instances: ") and lines[-1].endswith(" 1")  # one cue instance
     task_table = (run_dir / "cue_task_table.txt").read_text().splitlines()
     assert task_table[2].split()[:4] == ["conflict", "followed", "language", "1"]
     assert any("followed cue" in line for line in console)  # printed at the end of the run
