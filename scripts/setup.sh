@@ -104,9 +104,13 @@ install_lerobot() {
 # ------------------------------------------------------------------- SAPIEN backend (#14)
 # sim:=sapien. SAPIEN 3 renders through Vulkan, on a CPU with Mesa's lavapipe, and needs
 # Mesa >= 25: on Debian 12 that is bookworm-backports (added as an apt source when absent).
-# The backports Mesa replaces bookworm's 22.3 as a set (EGL, OSMesa and DRI too), and
-# MuJoCo's EGL/OSMesa rendering works on it. sapien is pinned in requirements-sapien.txt and
-# installed --no-deps (see there). Each step runs only when missing; VLA_BRIDGE_SAPIEN=0 skips.
+# Only the Vulkan driver comes from there: installing it upgrades bookworm's GL stack to 25
+# too, and with Mesa 25's GL the whole test suite segfaulted in a native (llvmpipe) thread
+# late in the run, so the GL packages MuJoCo renders with go back to bookworm's 22.3
+# (`keep_bookworm_gl`; both coexist: Vulkan 25 uses mesa-libgallium, GL 22 its own DRI).
+# sapien is pinned in requirements-sapien.txt and installed --no-deps (see there). Each step
+# runs only when needed; VLA_BRIDGE_SAPIEN=0 skips.
+MUJOCO_GL_PACKAGES=(libgl1-mesa-dri libegl-mesa0 libglx-mesa0 libgbm1 libosmesa6 libgl1-mesa-dev)
 SAPIEN_MESA_MIN=25
 SAPIEN_BACKPORTS=/etc/apt/sources.list.d/vla_bridge-backports.sources
 
@@ -140,6 +144,20 @@ install_sapien_vulkan() {
         log "WARNING: could not install mesa-vulkan-drivers (sim:=sapien will not render)"
 }
 
+keep_bookworm_gl() {
+    command -v dpkg >/dev/null 2>&1 || return 0
+    local pkg version back=()
+    for pkg in "${MUJOCO_GL_PACKAGES[@]}"; do
+        version=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || continue
+        dpkg --compare-versions "$version" ge "$SAPIEN_MESA_MIN" && back+=("$pkg/bookworm")
+    done
+    [ ${#back[@]} -eq 0 ] && return 0
+    log "putting MuJoCo's GL back on bookworm's Mesa: ${back[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends \
+        --allow-downgrades "${back[@]}" >&2 ||
+        log "WARNING: could not restore bookworm's Mesa GL (${back[*]})"
+}
+
 install_sapien() {
     local want have
     want=$(sed -n 's/^sapien==//p' "$REPO/requirements-sapien.txt")
@@ -153,6 +171,7 @@ install_sapien() {
 ensure_sapien() {  # after ensure_venv, under its lock
     if [ "${VLA_BRIDGE_SAPIEN:-1}" = 0 ]; then return 0; fi
     install_sapien_vulkan
+    keep_bookworm_gl
     install_sapien
 }
 
