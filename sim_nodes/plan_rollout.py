@@ -56,7 +56,8 @@ _SIMS: dict = {}
 
 
 def _sim(width: int, height: int):
-    """One MuJoCo copy per image size, reused across episodes (models are cached per scene)."""
+    """One MuJoCo copy per image size, reused across episodes (models are cached per scene);
+    its renderer exists only while a goal image is drawn."""
     key = (width, height)
     if key not in _SIMS:
         from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
@@ -101,5 +102,8 @@ def _rollout(task: TaskSpec, seed: int, goal_image: bool, width: int, height: in
         sim.apply(np.asarray(target, float))
         sim.step()
         keep()
-    image = sim.render("cam_high") if goal_image else None
+    image = None
+    if goal_image:
+        image = sim.render("cam_high")
+        sim.close()  # no GL context outlives the call (the model stays for the next rollout)
     return PlanRollout(task.source, np.asarray(positions), np.asarray(quats), image)
