@@ -89,7 +89,7 @@ def cue_instances(rows: Iterable[dict]) -> dict[str, int]:
 def format_cue_tables(metrics: dict) -> str:
     """The Table-2 text plus the instance count per family and variant."""
     counts = ", ".join(f"{k} {n}" for k, n in metrics.get("instances", {}).items())
-    return format_cue_table(metrics) + f"\ninstances: {counts or 'none'}"
+    return format_cue_table(metrics) + (f"\ninstances: {counts}" if counts else "")
 
 
 def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -> dict:
