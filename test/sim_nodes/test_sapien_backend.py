@@ -1,10 +1,11 @@
-"""SAPIEN backend: the PiPER chain against our forward kinematics, every scene layout against
-the MuJoCo backend, cameras, determinism, grasps, and a SAPIEN episode through the graph."""
+"""SAPIEN backend: the PiPER chain against our forward kinematics, every scene layout and the
+camera models against the MuJoCo backend, determinism and grasps. The checks both backends
+pass (tracking, malformed targets, rendering, projection, layouts) are in test_backends.py."""
 import numpy as np
 import pytest
 
 from vla_bridge import contract
-from vla_bridge.benchmarks.robofollow.scenes import load_scene, sample_layout
+from vla_bridge.benchmarks.robofollow.scenes import load_scene
 from vla_bridge.embodiment import cameras as camera_specs
 from vla_bridge.embodiment.kinematics import PiperKinematics, quat_to_mat
 from vla_bridge.embodiment.workcell import MOUNTS, arm_slice, home_command
@@ -57,28 +58,7 @@ def test_tcp_pose_equals_our_forward_kinematics(backend):
             assert np.allclose(quat_to_mat(tcp[arm].quat), want[:3, :3], atol=1e-4), arm
 
 
-def test_joint_targets_are_tracked_and_the_gripper_closes(backend):
-    backend.reset("scene1", "default", 1)
-    target = home_command()
-    target[0:6] += [0.2, 0.1, -0.1, 0.2, -0.2, 0.3]
-    target[6] = 0.0  # close the left gripper
-    for _ in range(20):
-        backend.apply(target)
-        backend.step()
-    q = backend.joint_positions()
-    assert np.allclose(q[0:6], target[0:6], atol=0.01)
-    assert q[6] < 0.05 and q[13] > 0.95  # left closed, right still open
-    assert backend.time == pytest.approx(20 * 0.06)
-
-
-def test_apply_rejects_malformed_targets_and_cue_cards(backend):
-    backend.reset("scene1", "default", 1)
-    with pytest.raises(ValueError, match=r"shape \(14,\)"):
-        backend.apply(np.zeros(7))
-    bad = home_command()
-    bad[3] = np.nan
-    with pytest.raises(ValueError, match="finite"):
-        backend.apply(bad)
+def test_cue_cards_are_not_supported(backend):
     with pytest.raises(NotImplementedError, match="cue"):
         backend.reset("scene1", "default", 1, cue_objects=[object()])
 
@@ -117,17 +97,16 @@ LAYOUTS = [(scene, layout) for scene in ("scene1", "scene2", "scene3", "scene4")
 @pytest.mark.parametrize("scene, layout", LAYOUTS)
 def test_every_layout_settles_where_mujoco_settles(backend, mujoco, scene, layout):
     """Same bodies, sizes, shapes and colours as the MuJoCo backend; after both settle, every
-    body is within a few millimetres of MuJoCo's pose, at the layout's jittered xy."""
+    body is within a few millimetres of MuJoCo's pose (test_backends.py checks both against
+    the layout's jittered xy)."""
     backend.reset(scene, layout, 3)
     mujoco.reset(scene, layout, 3)
     ours, theirs = backend.world_state().objects, mujoco.world_state().objects
-    spawn = sample_layout(load_scene(scene), layout, 3)
-    assert list(ours) == list(theirs) and set(ours) == set(spawn)
+    assert list(ours) == list(theirs)
     for name, obj in ours.items():
         ref = theirs[name]
         assert np.allclose(obj.size, ref.size) and np.allclose(obj.rgba, ref.rgba), name
         assert obj.shape == ref.shape, name
-        assert np.linalg.norm(obj.pos[:2] - spawn[name][:2]) < 0.01, name
         assert np.linalg.norm(obj.pos - ref.pos) < 0.005, (name, obj.pos, ref.pos)
 
 
@@ -148,34 +127,6 @@ def test_camera_models_equal_mujoco_and_the_workcell_description(backend, mujoco
             assert ours.focal_px == pytest.approx(spec.focal_px, rel=1e-5)
             assert np.allclose(ours.world_from_camera, ref.world_from_camera, atol=1e-4), cam
             assert np.allclose(ours.world_from_camera, spec.world_from_camera, atol=1e-4), cam
-
-
-def project(model, point):
-    """World point -> pixel (u, v) with the contract's camera convention (looks along -z)."""
-    cam_from_world = np.linalg.inv(model.world_from_camera)
-    p = cam_from_world[:3, :3] @ point + cam_from_world[:3, 3]
-    f = model.focal_px
-    return model.width / 2 + f * p[0] / -p[2] - 0.5, model.height / 2 - f * p[1] / -p[2] - 0.5
-
-
-@pytest.mark.parametrize("camera", ["cam_high", "cam_left_wrist"])
-def test_camera_model_projects_objects_onto_their_pixels(backend, camera):
-    """Cue projection from the SAPIEN camera model lands on the object in SAPIEN's image."""
-    backend.reset("scene1", "default", 539)
-    img = backend.render(camera)
-    assert img.shape == (contract.IMAGE_HEIGHT, contract.IMAGE_WIDTH, 3) and img.dtype == np.uint8
-    assert img.std() > 10
-    model = backend.camera_model(camera)
-    seen = 0
-    for obj in backend.world_state().objects.values():
-        u, v = project(model, obj.pos)
-        if not (2 <= u < model.width - 2 and 2 <= v < model.height - 2):
-            continue
-        pixel = img[int(round(v)), int(round(u))].astype(float) / 255
-        expected = obj.rgba[:3]
-        assert np.argmax(pixel) in np.flatnonzero(expected == expected.max()), (obj.name, pixel)
-        seen += 1
-    assert seen >= 2
 
 
 @pytest.mark.parametrize("task_id", ["L0_pickup_yellow_block_1_left", "L0_s41_l_pick_cube_in_bowl",
