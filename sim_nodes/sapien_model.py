@@ -236,21 +236,26 @@ def table_spec() -> BodySpec:
 
 
 # ---------------------------------------------------------------------------- builders
+def add_shape(builder, what: str, s: Shape, material) -> None:
+    """Add `s` to `builder` as a "collision" or a "visual" primitive (SAPIEN's
+    ``add_<kind>_<what>``) with `material`; a kind other than box, sphere or cylinder is a
+    capsule."""
+    if s.kind == "box":
+        getattr(builder, f"add_box_{what}")(s.pose, half_size=s.size, material=material)
+    elif s.kind == "sphere":
+        getattr(builder, f"add_sphere_{what}")(s.pose, radius=s.size[0], material=material)
+    else:
+        kind = "cylinder" if s.kind == "cylinder" else "capsule"
+        getattr(builder, f"add_{kind}_{what}")(s.pose, radius=s.size[0], half_length=s.size[1],
+                                               material=material)
+
+
 def add_collisions(builder, spec: BodySpec) -> None:
     for s in spec.shapes:
         if s.friction is None:
             continue
         material = sapien.physx.PhysxMaterial(s.friction, s.friction, 0.0)
-        if s.kind == "box":
-            builder.add_box_collision(s.pose, half_size=s.size, material=material)
-        elif s.kind == "sphere":
-            builder.add_sphere_collision(s.pose, radius=s.size[0], material=material)
-        elif s.kind == "cylinder":
-            builder.add_cylinder_collision(s.pose, radius=s.size[0], half_length=s.size[1],
-                                           material=material)
-        else:
-            builder.add_capsule_collision(s.pose, radius=s.size[0], half_length=s.size[1],
-                                          material=material)
+        add_shape(builder, "collision", s, material)
 
 
 def linear(rgba) -> list[float]:
@@ -261,17 +266,7 @@ def linear(rgba) -> list[float]:
 
 def add_visuals(builder, spec: BodySpec) -> None:
     for s in spec.shapes:
-        colour = linear(s.rgba)
-        if s.kind == "box":
-            builder.add_box_visual(s.pose, half_size=s.size, material=colour)
-        elif s.kind == "sphere":
-            builder.add_sphere_visual(s.pose, radius=s.size[0], material=colour)
-        elif s.kind == "cylinder":
-            builder.add_cylinder_visual(s.pose, radius=s.size[0], half_length=s.size[1],
-                                        material=colour)
-        else:
-            builder.add_capsule_visual(s.pose, radius=s.size[0], half_length=s.size[1],
-                                       material=colour)
+        add_shape(builder, "visual", s, linear(s.rgba))
 
 
 @dataclass
