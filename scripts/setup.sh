@@ -67,24 +67,36 @@ setup_hash() {
       "$VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
 }
 
-ensure_venv() {
-    if [ ! -x "$VENV/bin/python" ]; then
+# ensure_stamped_venv DIR STAMP HASH INSTALL: create the venv DIR (with $VLA_BRIDGE_PYTHON,
+# default python3) when it has no interpreter, then run the function INSTALL unless the file
+# STAMP already holds what the function HASH prints; after a successful INSTALL, STAMP does.
+ensure_stamped_venv() {
+    local dir=$1 stamp=$2 hash_fn=$3 install_fn=$4
+    if [ ! -x "$dir/bin/python" ]; then
         local python="${VLA_BRIDGE_PYTHON:-python3}"
-        log "creating $VENV with $(command -v "$python")"
-        "$python" -m venv "$VENV"
+        log "creating $dir with $(command -v "$python")"
+        "$python" -m venv "$dir"
     fi
     local want
-    want=$(setup_hash)
-    if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+    want=$("$hash_fn")
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return 0
     fi
+    "$install_fn"
+    echo "$want" >"$stamp"
+}
+
+ensure_venv() {
+    ensure_stamped_venv "$VENV" "$STAMP" setup_hash install_python_packages
+}
+
+install_python_packages() {
     log "installing Python packages (requirements.txt, then the package in editable mode)"
     "$VENV/bin/python" -m pip install -q -r "$REPO/requirements.txt" >&2
     "$VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
     # openpi-client declares numpy<2 but works with numpy 2: install it without its deps
     "$VENV/bin/python" -m pip install -q --no-deps openpi-client==0.1.2 >&2
     if [ "${VLA_BRIDGE_LEROBOT:-1}" != 0 ]; then install_lerobot; fi
-    echo "$want" >"$STAMP"
 }
 
 # LeRobot pins an older torch/opencv than requirements.txt: install its policy-path
@@ -187,21 +199,15 @@ LIBERO_STAMP="$LIBERO_VENV/.vla_bridge_setup.sha256"
 libero_hash() {
     { cat "$REPO/requirements-libero.txt" "$REPO/setup.py" "$REPO/setup.cfg"
       grep '^ros-' "$REPO/requirements.txt"
-      declare -f ensure_libero_venv write_libero_config
+      declare -f ensure_stamped_venv ensure_libero_venv install_libero write_libero_config
       "$LIBERO_VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
 }
 
 ensure_libero_venv() {
-    if [ ! -x "$LIBERO_VENV/bin/python" ]; then
-        local python="${VLA_BRIDGE_PYTHON:-python3}"
-        log "creating $LIBERO_VENV with $(command -v "$python")"
-        "$python" -m venv "$LIBERO_VENV"
-    fi
-    local want
-    want=$(libero_hash)
-    if [ -f "$LIBERO_STAMP" ] && [ "$(cat "$LIBERO_STAMP")" = "$want" ]; then
-        return 0
-    fi
+    ensure_stamped_venv "$LIBERO_VENV" "$LIBERO_STAMP" libero_hash install_libero
+}
+
+install_libero() {
     log "installing the LIBERO stack into $LIBERO_VENV (requirements-libero.txt; a few minutes)"
     local ros
     ros=$(mktemp)
@@ -210,7 +216,6 @@ ensure_libero_venv() {
     rm -f "$ros"
     "$LIBERO_VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
     write_libero_config
-    echo "$want" >"$LIBERO_STAMP"
 }
 
 write_libero_config() {
