@@ -416,6 +416,7 @@ def _decode_aruco(img) -> list[int]:
 
 def test_episode_scene_cue_is_a_standing_card_clear_of_the_objects(suite):
     from vla_bridge.benchmarks.vifo.grounding import layout_world
+    from vla_bridge.benchmarks.vifo.scene_cards import _footprint_clearance
     from vla_bridge.embodiment.workcell import TABLE_TOP_Z
     for scene in ("scene1", "scene2", "scene3", "scene4"):
         task = suite.eval_tasks(scene)[0]
@@ -423,8 +424,8 @@ def test_episode_scene_cue_is_a_standing_card_clear_of_the_objects(suite):
         (card,) = P.episode_scene_cues(task, "F1", "", seed)
         assert card.free and card.tent_deg > 0 and card.pos[2] == pytest.approx(TABLE_TOP_Z, abs=0.01)
         objects, fixtures = layout_world(task.scene, task.layout, seed)
-        gap = P._footprint_clearance(np.array(card.pos[:2]), [*objects.values(), *fixtures.values()],
-                                     card.size[0] / 2)
+        gap = _footprint_clearance(np.array(card.pos[:2]), [*objects.values(), *fixtures.values()],
+                                   card.size[0] / 2)
         assert gap >= 0.05, (scene, card.pos, gap)
         # the same inputs give the same card (a replay rebuilds it)
         (again,) = P.episode_scene_cues(task, "F1", "", seed)

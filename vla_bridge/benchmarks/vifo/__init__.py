@@ -17,7 +17,8 @@ nouns, relations, locators such as "between A and B", conditions), ``parser`` (i
 ``grounding`` (parsed task +
 world state -> object names; ``layout_world``), ``insertion`` (scene-anchored,
 fixed-region and simulator-state overlay; protocol hooks), ``protocols`` (closed-loop
-protocols, their metrics, scene-placed cue cards), ``replay`` (rebuild an episode's cue).
+protocols and their metrics), ``scene_cards`` (scene-placed cue cards, re-exported by
+``protocols``), ``replay`` (rebuild an episode's cue).
 """
 from vla_bridge.benchmarks.vifo.families import (FAMILIES, FIXED_REGION, SCENE_ANCHORED,
                                                  SIGN_CATEGORIES, STATE_OVERLAY, Anchor2D,
