@@ -9,6 +9,10 @@ plan and keeps the source object's pose at every tick, so the ghosts follow the 
 
 Costs about a second per episode here (physics of a few hundred ticks, one render); the
 evaluator does it once per episode, only for F3 and F4 goal_image. Needs MuJoCo, not rclpy.
+
+``PlanRollouts`` keeps the MuJoCo copies and the recent rollouts of one owner (the
+evaluator's ``CueRun``, a VQA scene, the example sheets), so two owners never share state;
+its ``close()`` frees them. The module's ``rollout`` is a one-off on a copy of its own.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import numpy as np
 from vla_bridge import contract
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 
-__all__ = ["PlanRollout", "rollout", "keyframes", "MOVED_M"]
+__all__ = ["PlanRollout", "PlanRollouts", "rollout", "keyframes", "MOVED_M"]
 
 MOVED_M = 0.005  # the source counts as moving once it is this far from where it stood
 _SETTLE_TICKS = 10  # ticks simulated after the plan so the released object comes to rest
@@ -52,38 +56,61 @@ def keyframes(positions: np.ndarray, quats: np.ndarray, k: int):
             for i in picks]
 
 
-_SIMS: dict = {}
+class PlanRollouts:
+    """The plan rollouts of one owner: one MuJoCo copy per image size, reused across episodes
+    (models are cached per scene; a renderer exists only while a goal image is drawn), and the
+    last ``keep`` rollouts (deterministic, so reused: a VQA run asks for the same episode once
+    per variant). ``close()`` (or the end of a ``with`` block) frees both; a later rollout
+    starts afresh."""
 
+    def __init__(self, keep: int = 32):
+        self.keep = max(1, int(keep))
+        self._sims: dict = {}  # (width, height) -> MujocoBackend
+        self._done: dict = {}  # (task, layout, seed, goal_image, width, height) -> PlanRollout
 
-def _sim(width: int, height: int):
-    """One MuJoCo copy per image size, reused across episodes (models are cached per scene);
-    its renderer exists only while a goal image is drawn."""
-    key = (width, height)
-    if key not in _SIMS:
-        from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
-        _SIMS[key] = MujocoBackend(width=width, height=height)
-    return _SIMS[key]
+    def rollout(self, task: TaskSpec, seed: int, goal_image: bool = False,
+                width: int = contract.IMAGE_WIDTH,
+                height: int = contract.IMAGE_HEIGHT) -> PlanRollout:
+        """Plan ``task`` with the oracle from the episode's reset and execute the whole plan
+        (deterministic, so the last few are kept and reused)."""
+        key = (task.id, task.layout, int(seed), goal_image, width, height)
+        if key not in self._done:
+            if len(self._done) >= self.keep:
+                self._done.pop(next(iter(self._done)))
+            self._done[key] = _rollout(self._sim(width, height), task, seed, goal_image)
+        return self._done[key]
 
+    def _sim(self, width: int, height: int):
+        key = (width, height)
+        if key not in self._sims:
+            from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+            self._sims[key] = MujocoBackend(width=width, height=height)
+        return self._sims[key]
 
-_DONE: dict = {}  # recent rollouts: a VQA run asks for the same episode once per variant
-_KEEP = 32
+    def close(self) -> None:
+        """Free the MuJoCo copies (renderers and models) and the kept rollouts."""
+        for sim in self._sims.values():
+            sim.close()
+        self._sims.clear()
+        self._done.clear()
+
+    def __enter__(self) -> PlanRollouts:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def rollout(task: TaskSpec, seed: int, goal_image: bool = False,
             width: int = contract.IMAGE_WIDTH, height: int = contract.IMAGE_HEIGHT) -> PlanRollout:
-    """Plan ``task`` with the oracle from the episode's reset and execute the whole plan
-    (deterministic, so the last few are kept and reused)."""
-    key = (task.id, task.layout, int(seed), goal_image, width, height)
-    if key not in _DONE:
-        if len(_DONE) >= _KEEP:
-            _DONE.pop(next(iter(_DONE)))
-        _DONE[key] = _rollout(task, seed, goal_image, width, height)
-    return _DONE[key]
+    """One rollout on a MuJoCo copy made for it and freed after (nothing is kept: a caller
+    that asks again holds a ``PlanRollouts``)."""
+    with PlanRollouts(keep=1) as rollouts:
+        return rollouts.rollout(task, seed, goal_image, width, height)
 
 
-def _rollout(task: TaskSpec, seed: int, goal_image: bool, width: int, height: int) -> PlanRollout:
+def _rollout(sim, task: TaskSpec, seed: int, goal_image: bool) -> PlanRollout:
     from vla_bridge.policy_nodes.oracle import PLANNERS
-    sim = _sim(width, height)
     sim.reset(task.scene, task.layout, int(seed))
     module, function = PLANNERS[task.scene].split(":")
     state = np.asarray(sim.joint_positions(), float).copy()

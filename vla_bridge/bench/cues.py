@@ -243,7 +243,8 @@ EXAMPLE_TASKS = ("L0_place_yellow_block_3_behind_green_sphere", "L0_l_pick4_arou
 EXAMPLE_SEED = 1
 
 
-def _family_tiles(backend, task, code: str, seed: int = EXAMPLE_SEED) -> list[np.ndarray]:
+def _family_tiles(backend, task, code: str, seed: int = EXAMPLE_SEED,
+                  rollouts=None) -> list[np.ndarray]:
     """Every variant of a family on ``task``'s cam_high frame, built as the evaluator builds
     it (``build_cue``; F3 and F4 goal_image from the plan's rollout); variants the
     compatibility filter removes for the task are captioned so."""
@@ -258,7 +259,8 @@ def _family_tiles(backend, task, code: str, seed: int = EXAMPLE_SEED) -> list[np
     tiles = []
     for variant in FAMILIES[code].variants:
         cue = build_cue(task, code, variant, seed,
-                        **plan_params(task, seed, code, variant, plan_ghosts=True))
+                        **plan_params(task, seed, code, variant, plan_ghosts=True,
+                                      rollouts=rollouts))
         layers = sim_ghost_layers(backend, cue, world, "cam_high") if code == "F3" else None
         lacking = missing(task, code, variant)
         note = f" (filtered: no {', '.join(lacking)})" if lacking else ""
@@ -272,21 +274,23 @@ def save_examples(out_dir, use_sim: bool = True) -> list[Path]:
     plus the sign sheet, the scene cue cards and the safety-critical scenes."""
     from vla_bridge.benchmarks.robofollow.tasks import load_suite
     from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.plan_rollout import PlanRollouts
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     suite = load_suite()
     placement, route = (suite.get(t) for t in EXAMPLE_TASKS)
-    backend = MujocoBackend()
+    backend, rollouts = MujocoBackend(), PlanRollouts()  # F3 variants share one rollout
     written = []
     try:
         for code, fam in FAMILIES.items():
-            tiles = _family_tiles(backend, placement, code)
+            tiles = _family_tiles(backend, placement, code, rollouts=rollouts)
             cols = min(4, len(tiles))
             if code in ("F2", "F3", "F8"):  # the families with route-carrying variants
                 tiles += [np.zeros_like(tiles[0])] * (-len(tiles) % cols)
-                tiles += _family_tiles(backend, route, code)
+                tiles += _family_tiles(backend, route, code, rollouts=rollouts)
             written.append(_write_sheet(out / f"{code}_{fam.name}.png", tiles, cols))
     finally:
+        rollouts.close()
         backend.close()
     # signage taxonomy: the eight category frames with a pictogram each
     preds = {"prohibition": "grasp", "mandatory": "place", "permission": "grasp",

@@ -13,6 +13,10 @@
   ``row["cue"]``;
 * ``outcome(row)``: the progress line's cue part; ``finish(run_dir, rows)`` writes
   cue_metrics.json, cue_table.txt and cue_task_table.txt and returns the tables.
+
+F3's plan ghosts and F4's goal image come from rollouts of the oracle's plan on MuJoCo copies
+that the CueRun owns (``rollouts``, a ``sim_nodes.plan_rollout.PlanRollouts``); ``finish``
+and ``close`` free them.
 """
 from __future__ import annotations
 
@@ -30,22 +34,27 @@ from vla_bridge.benchmarks.vifo.protocols import (TrialCue, build_cue, check_pla
                                                   resolve_family_variant)
 from vla_bridge.evaluation.cue_metrics import (format_cue_tables, format_task_table,
                                                write_cue_metrics)
+from vla_bridge.sim_nodes.plan_rollout import PlanRollouts, rollout
 
 __all__ = ["CueRun", "plan_params"]
 
 
-def plan_params(task: TaskSpec, seed: int, fam: str, variant: str, plan_ghosts: bool) -> dict:
+def plan_params(task: TaskSpec, seed: int, fam: str, variant: str, plan_ghosts: bool,
+                rollouts: PlanRollouts | None = None) -> dict:
     """Cue parameters taken from the oracle's plan of the episode rolled out on a MuJoCo copy
     (``sim_nodes.plan_rollout``): F3's ghost states ("plan_path", when ``plan_ghosts``) and
-    F4 goal_image's picture of the final state ("image"); {} for the other variants."""
+    F4 goal_image's picture of the final state ("image"); {} for the other variants.
+    ``rollouts``: the caller's (kept and reused); None: a one-off rollout, freed after."""
     if fam == "F3" and plan_ghosts:
         from vla_bridge.benchmarks.vifo.replay import GHOST_POSES
-        from vla_bridge.sim_nodes.plan_rollout import rollout
-        return {"plan_path": rollout(task, seed).keyframes(GHOST_POSES)}
+        return {"plan_path": _rollout(rollouts, task, seed).keyframes(GHOST_POSES)}
     if (fam, variant) == ("F4", "goal_image"):
-        from vla_bridge.sim_nodes.plan_rollout import rollout
-        return {"image": rollout(task, seed, goal_image=True).goal_image}
+        return {"image": _rollout(rollouts, task, seed, goal_image=True).goal_image}
     return {}
+
+
+def _rollout(rollouts: PlanRollouts | None, task: TaskSpec, seed: int, goal_image: bool = False):
+    return (rollout if rollouts is None else rollouts.rollout)(task, seed, goal_image)
 
 
 class CueRun:
@@ -63,6 +72,7 @@ class CueRun:
         self.plan: TrialCue | None = None  # the running trial's plan
         self.trial: Trial | None = None  # the running trial
         self._suite = None
+        self.rollouts = PlanRollouts()  # F3 / F4 goal_image: the plan's rollouts, this run's
 
     @property
     def shows_cues(self) -> bool:
@@ -130,7 +140,7 @@ class CueRun:
         if drawn:
             plan = self.plan
             extra = plan_params(plan.cue_task, trial.seed, plan.family, plan.variant,
-                                self.plan_ghosts)
+                                self.plan_ghosts, self.rollouts)
             cue = build_cue(plan.cue_task, plan.family, plan.variant, trial.seed, **extra)
         return self.plan.language, cue
 
@@ -211,7 +221,8 @@ class CueRun:
     # ------------------------------------------------------------------ after the run
     def finish(self, run_dir: str | Path, rows) -> str | None:
         """Write cue_metrics.json, cue_table.txt and cue_task_table.txt; returns both tables
-        (None: no protocol)."""
+        (None: no protocol). The run is over: the plan rollouts' MuJoCo copies are freed."""
+        self.close()
         if not self.protocol:
             return None
         metrics = write_cue_metrics(run_dir, rows)
@@ -221,6 +232,10 @@ class CueRun:
             (Path(run_dir) / "safety_table.txt").write_text(table + "\n")
             text += "\n\n" + table
         return text
+
+    def close(self) -> None:
+        """Free the plan rollouts (their MuJoCo copies); a later ``prepare`` makes new ones."""
+        self.rollouts.close()
 
 
 def _role_scores(row: dict, task: TaskSpec, is_begin: bool, score, intact) -> dict:

@@ -40,8 +40,9 @@ class EvaluatorNode(Node):
         q = messages.qos_profile
         self.pub_control = self.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
         self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
-        cues = CueRun(self.p["cue_protocol"], self.p["cue_family"], self.p["cue_variant"],
-                      self.p["cue_placement"], self.p["cue_suite"])
+        self.cues = cues = CueRun(self.p["cue_protocol"], self.p["cue_family"],
+                                  self.p["cue_variant"], self.p["cue_placement"],
+                                  self.p["cue_suite"])
         self.cue_hook = CueOverlayHook(self, cues, self.p["cue_render_ghosts"])
         self.suite = SuiteRun(self.p, self, cues=cues, log=self.get_logger(),
                               subscribers=[LatencyCollector(), self.cue_hook,
@@ -223,6 +224,7 @@ def _run(args) -> int:
     finally:
         if node is not None:
             node.cue_hook.close()
+            node.cues.close()  # the plan rollouts' MuJoCo copies
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

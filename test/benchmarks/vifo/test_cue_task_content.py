@@ -23,6 +23,7 @@ from vla_bridge.benchmarks.vifo.grounding import layout_world  # noqa: E402
 from vla_bridge.benchmarks.vifo.protocols import (_target_of, build_cue,  # noqa: E402
                                                   grounded_task, scored_facts)
 from vla_bridge.evaluation.cue_run import CueRun, plan_params  # noqa: E402
+from vla_bridge.sim_nodes.plan_rollout import PlanRollouts, rollout  # noqa: E402
 
 SUITE = load_suite()
 TASKS = list(SUITE.eval_tasks())
@@ -186,15 +187,16 @@ def test_f3_ghosts_are_the_planned_path_and_end_in_the_scored_pose(sim):
     """The oracle's plan rolled out: the last ghost is where the scorer wants the slab (on
     the label, at the target yaw), and the path passes over the right slab, not the wrong."""
     task = SUITE.get(S3)
-    path = plan_params(task, 42, "F3", "trail", plan_ghosts=True)["plan_path"]
+    rollouts = PlanRollouts()
+    path = plan_params(task, 42, "F3", "trail", plan_ghosts=True, rollouts=rollouts)["plan_path"]
     assert len(path) == 4
     objects, fixtures = layout_world(task.scene, task.layout, 42)
     label = fixtures[task.target["target_label"]]
     pos, quat = path[-1]
     assert np.hypot(*(np.asarray(pos[:2]) - label.pos[:2])) < 0.035
     assert math.degrees(yaw_error(quat_yaw(np.asarray(quat)), target_yaw(task))) < 20
-    from vla_bridge.sim_nodes.plan_rollout import rollout
-    r = rollout(task, 42)
+    r = rollouts.rollout(task, 42)  # the one plan_params made, kept
+    rollouts.close()
     route = route_spec(task)
     near = {name: np.min(np.hypot(*(r.positions[:, :2] - objects[name].pos[:2]).T))
             for name in (route.correct, route.wrong)}
@@ -204,6 +206,24 @@ def test_f3_ghosts_are_the_planned_path_and_end_in_the_scored_pose(sim):
     run.compatible(plan_trials([task], 1, 42), plan_ghosts=True)
     _lang, cue = run.prepare(plan_trials([task], 1, 42)[0], task.instruction)
     assert len(cue.params["plan_path"]) == 4
+
+
+def test_plan_rollouts_belong_to_their_owner():
+    """Each owner (an evaluator's CueRun, a VQA scene) keeps its own rollouts: reused while
+    it lives, never shared with another owner, freed by close(); the module's rollout()
+    keeps nothing."""
+    task = SUITE.get(S1_PLACE)
+    assert CueRun().rollouts is not CueRun().rollouts
+    with PlanRollouts() as a, PlanRollouts() as b:
+        first = a.rollout(task, 42)
+        assert a.rollout(task, 42) is first
+        other = b.rollout(task, 42)
+        assert other is not first and np.array_equal(other.positions, first.positions)
+        a.close()
+        assert not a._sims and not a._done and b._done
+        assert a.rollout(task, 42) is not first  # a closed owner starts afresh
+    assert not a._sims and not b._sims
+    assert np.array_equal(rollout(task, 42).positions, first.positions)
 
 
 def test_f4_goal_image_is_the_rendered_end_of_the_plan(sim):

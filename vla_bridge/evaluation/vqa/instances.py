@@ -24,6 +24,7 @@ from vla_bridge.benchmarks.vifo.protocols import (DEFAULT_VARIANTS, UNSUPPORTED_
                                                   resolve_family_variant)
 from vla_bridge.benchmarks.vifo.replay import GHOST_POSES, ghost_path
 from vla_bridge.sim_nodes.mujoco_ghosts import render_ghost_layers
+from vla_bridge.sim_nodes.plan_rollout import PlanRollouts
 
 __all__ = ["parse_cues", "VqaInstance", "plan_instances", "ghost_poses", "sim_ghost_layers",
            "VqaScene", "cued_image", "scene_card_image"]
@@ -120,6 +121,7 @@ class VqaScene:
     def __init__(self, sim, camera: str, placement: str = "overlay"):
         self.sim, self.camera, self._key, self.frame = sim, camera, None, None
         self.placement = placement
+        self.rollouts = PlanRollouts()  # F3 / F4 goal_image: one rollout per episode, reused
         # scene placement: the card textures (rewritten per instance)
         self.textures = tempfile.TemporaryDirectory(prefix="vla_bridge_vqa_") \
             if placement == "scene" else None
@@ -130,6 +132,7 @@ class VqaScene:
         return self.frame[2]
 
     def close(self) -> None:
+        self.rollouts.close()
         if self.textures is not None:
             self.textures.cleanup()
 
@@ -151,7 +154,8 @@ def cued_image(scene: VqaScene, inst: VqaInstance):
     held fixed across protocols); its anchors name objects, so the live world places it."""
     world, raw, cam = scene.get(inst.task, inst.seed)
     from vla_bridge.evaluation.cue_run import plan_params  # F3 / F4 goal_image: the plan
-    extra = plan_params(inst.task, inst.seed, inst.family, inst.variant, plan_ghosts=True)
+    extra = plan_params(inst.task, inst.seed, inst.family, inst.variant, plan_ghosts=True,
+                        rollouts=scene.rollouts)
     cue = build_cue(inst.task, inst.family, inst.variant, inst.seed, **extra)
     if scene.placement == "scene":
         return scene_card_image(scene, inst, raw, cue)
