@@ -15,9 +15,9 @@ The protocol as LIBERO users run it (openpi's LIBERO client, the LIBERO paper):
 Embodiment: `contract.LIBERO_PANDA` (7-D OSC_POSE end-effector deltas in [-1, 1] + gripper,
 8-D state: end-effector position, axis-angle, two finger joints). The gripper arrives in the
 contract's convention (1 = open, 0 = closed) and goes to LIBERO as `1 - 2 g` (-1 open, +1
-close). Images are published upright: LIBERO's renders rotated by 180 degrees, the
-orientation openpi's LIBERO client sends (`img[::-1, ::-1]`); `camera_model` describes that
-rotated image.
+close). Images are published as openpi's LIBERO client sends them (`img[::-1, ::-1]` of
+robosuite's bottom-up renders: upright, and the camera's view mirrored left-right);
+`camera_model` describes that image.
 
 Cameras cost most of a step (74 ms per 256x256 image here, physics 7-10 ms), so they are
 rendered only on the steps whose images someone reads: `observe_next()` before such a step.
@@ -39,7 +39,8 @@ import numpy as np
 
 from vla_bridge import contract as C
 from vla_bridge.embodiment.cameras import CameraModel
-from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
+from vla_bridge.embodiment.kinematics import mat_to_quat
+from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
 from vla_bridge.benchmarks.libero.protocol import CATALOG, STANDARD_SUITES
 from vla_bridge.sim_nodes.backend import SimBackend
 
@@ -259,7 +260,8 @@ class LiberoBackend(SimBackend):
                                o["robot0_gripper_qpos"]]).astype(float)
 
     def render(self, camera: str) -> np.ndarray:
-        """The camera's image of the last step, upright (LIBERO's render rotated 180 deg)."""
+        """The camera's image of the last step as openpi's LIBERO client turns it
+        (`[::-1, ::-1]` of robosuite's bottom-up render: upright, mirrored left-right)."""
         if camera not in self.cameras:
             raise ValueError(f"LIBERO cameras are {list(self.cameras)}, got {camera!r}")
         if not self._fresh:
@@ -269,20 +271,26 @@ class LiberoBackend(SimBackend):
         return np.ascontiguousarray(img[::-1, ::-1])
 
     def camera_model(self, camera: str) -> CameraModel:
-        """Pinhole model of the published (upright) image: MuJoCo's camera frame turned by
-        180 degrees about its optical axis."""
+        """Pinhole model of the published image: MuJoCo's camera, mirrored left-right.
+
+        robosuite's images are OpenGL's bottom-up rows; turning them by `[::-1, ::-1]` (what
+        openpi's LIBERO client does, and what this backend publishes) puts the rows upright and
+        reverses the columns, so the published image is the camera's view mirrored (a test
+        checks it against a rendered marker)."""
         sim = self.env.sim
         cam_id = sim.model.camera_name2id(self.cameras[camera])
         pose = np.eye(4)
-        pose[:3, :3] = np.asarray(sim.data.cam_xmat[cam_id]).reshape(3, 3) @ np.diag([-1, -1, 1])
+        pose[:3, :3] = np.asarray(sim.data.cam_xmat[cam_id]).reshape(3, 3)
         pose[:3, 3] = sim.data.cam_xpos[cam_id]
-        return CameraModel(self.width, self.height, float(sim.model.cam_fovy[cam_id]), pose)
+        return CameraModel(self.width, self.height, float(sim.model.cam_fovy[cam_id]), pose,
+                           mirrored=EMBODIMENT.mirrored_images)
 
     def world_state(self) -> WorldState:
         """Privileged state: every object and fixture of the task (centre and full size of its
         geoms' world bounding box, body orientation), every region site of the BDDL problem
-        (`<region>`, size 0: a point), and the end effector (`tcp["left"]`: the one arm takes
-        the left slot, as in the contract)."""
+        (`<region>`, size 0: a point), the end effector (`tcp["left"]`: the one arm takes
+        the left slot, as in the contract) and both cameras' poses (`cameras`: the upright
+        images' frames, which the cue overlay projects with)."""
         env, sim = self.env.env, self.env.sim
         m, d = sim.model, sim.data
         if self._geoms is None or self._geoms[0] is not m:
@@ -303,7 +311,11 @@ class LiberoBackend(SimBackend):
         q = eef["robot0_eef_quat"]  # x, y, z, w
         tcp = {"left": TcpState(np.array(eef["robot0_eef_pos"], float),
                                 np.array([q[3], q[0], q[1], q[2]], float))}
-        return WorldState(self.time, objects, tcp)
+        cameras = {}
+        for cam in self.cameras:
+            pose = self.camera_model(cam).world_from_camera
+            cameras[cam] = CameraPose(pose[:3, 3].copy(), mat_to_quat(pose[:3, :3]))
+        return WorldState(self.time, objects, tcp, cameras)
 
     def _body_geoms(self) -> dict:
         """{object name: (body id, [collision geom ids of the body and its descendants])}

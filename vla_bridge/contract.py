@@ -173,6 +173,7 @@ def _check_camera(camera: str) -> None:
 WORLD_FRAME = "world"
 WORLD_NS_OBJECTS = "objects"
 WORLD_NS_TCP = "tcp"
+WORLD_NS_CAMERAS = "cameras"  # a camera's pose (ARROW), when the sim publishes it
 
 # -------------------------------------------------------------------- episode control
 # JSON messages on TOPIC_EPISODE_CONTROL ("kind" field):
@@ -400,6 +401,9 @@ class Embodiment:
     cameras: tuple[tuple[str, str], ...]  # (contract camera = topic name, simulator camera)
     image_size: tuple[int, int]  # (width, height) of the published images
     control_period: float  # seconds per executed action
+    #: the published images are the cameras' views mirrored left-right (LIBERO's renders
+    #: turned as openpi's LIBERO client turns them: a cue projection must mirror too)
+    mirrored_images: bool = False
 
     @property
     def action_dim(self) -> int:
@@ -458,6 +462,9 @@ LIBERO_PANDA = Embodiment(
     cameras=(("cam_high", "agentview"), ("cam_left_wrist", "robot0_eye_in_hand")),
     image_size=(256, 256),
     control_period=0.05,
+    # robosuite renders bottom-up (OpenGL rows) and openpi's client sends img[::-1, ::-1]:
+    # rows upright again, columns reversed, so the image is the view mirrored left-right
+    mirrored_images=True,
 )
 
 EMBODIMENTS = {e.name: e for e in (ALOHA_PIPER, LIBERO_PANDA)}

@@ -13,7 +13,7 @@ from visualization_msgs.msg import Marker
 
 from vla_bridge import contract
 from vla_bridge.ros import messages
-from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
+from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
 
 NAMES = contract.JOINT_NAMES
 
@@ -227,6 +227,25 @@ def test_world_state_round_trip():
     for arm, tcp in world.tcp.items():
         np.testing.assert_allclose(back.tcp[arm].pos, tcp.pos)
         np.testing.assert_allclose(back.tcp[arm].quat, tcp.quat)
+
+
+def test_world_state_carries_camera_poses_when_the_sim_publishes_them():
+    """LIBERO's cameras are placed by the sim, not our kinematics: their poses ride in the
+    world state's `cameras` namespace, through the full and the per-tick fast path."""
+    world = _world()
+    world.cameras = {"cam_high": CameraPose(np.array([0.66, 0.0, 1.61]),
+                                            np.array([0.5, 0.5, 0.5, 0.5]))}
+    msg = messages.world_state_to_msg(world)
+    assert [m.ns for m in msg.markers if m.action == Marker.ADD][-1] == "cameras"
+    back = messages.msg_to_world_state(msg)
+    np.testing.assert_allclose(back.cameras["cam_high"].pos, [0.66, 0.0, 1.61])
+    np.testing.assert_allclose(back.cameras["cam_high"].quat, [0.5, 0.5, 0.5, 0.5])
+    world.cameras["cam_high"] = CameraPose(np.array([0.7, 0.1, 1.5]), np.array([1.0, 0, 0, 0]))
+    world.stamp = 5.0
+    again = messages.msg_to_world_state(messages.refresh_world_state_msg(msg, world))
+    np.testing.assert_allclose(again.cameras["cam_high"].pos, [0.7, 0.1, 1.5])
+    assert again.stamp == pytest.approx(5.0)
+    assert messages.msg_to_world_state(messages.world_state_to_msg(_world())).cameras == {}
 
 
 def test_world_state_unknown_shape():

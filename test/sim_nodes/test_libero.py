@@ -207,8 +207,9 @@ def test_catalog_matches_the_installed_libero():
 @needs_libero_venv
 def test_cameras_render_only_when_observed_with_pixel_identical_images():
     """Gated cameras (rendered only on the step before an observation) give the same images
-    as robosuite rendering every step; states match; images are LIBERO's render turned 180
-    degrees; reading an unobserved step's images is an error."""
+    as robosuite rendering every step; states match; images are LIBERO's render turned as
+    openpi's client turns it (`[::-1, ::-1]`); reading an unobserved step's images is an
+    error."""
     got = run_in_libero_venv("""
         import json, numpy as np
         from vla_bridge.sim_nodes.libero_backend import LiberoBackend
@@ -246,6 +247,59 @@ def test_cameras_render_only_when_observed_with_pixel_identical_images():
     assert got["state_diff"] == 0.0 and len(got["state"]) == 8
     assert got["shape"] == [256, 256, 3]
     assert {"akita_black_bowl_1", "plate_1"} <= set(got["objects"])
+
+
+@needs_libero_venv
+def test_a_cue_projected_in_libero_cameras_lands_on_a_rendered_marker():
+    """A magenta sphere rendered by LIBERO in front of each camera (agentview and the wrist
+    camera) is where the cue overlay projects its centre: camera poses from the world state
+    after its round trip through the world-state message, intrinsics from the focal length
+    the camera_info carries, the published image mirrored as openpi's client turns it. Within
+    1.5 px; without the mirror it would land far off."""
+    got = run_in_libero_venv("""
+        import json, numpy as np
+        from vla_bridge.ros import messages
+        from vla_bridge.sim_nodes.libero_backend import LiberoBackend
+        from vla_bridge.benchmarks.vifo.families import AnchorRef
+        from vla_bridge.benchmarks.vifo.insertion import project_anchor
+        from vla_bridge.benchmarks.vifo.replay import CueConditioner
+        b = LiberoBackend()
+        b.reset("libero_goal", "8:0", 7)
+        m, d = b.env.sim.model, b.env.sim.data
+        site = m.site_name2id("main_table_plate_region")  # a table site, made a visible marker
+        body = int(m.site_bodyid[site])
+        R, t = np.asarray(d.xmat[body]).reshape(3, 3), np.asarray(d.xpos[body])
+        out = {}
+        for cam, ahead, radius in (("cam_high", (0.05, 0.04, -0.40), 0.008),
+                                   ("cam_left_wrist", (0.02, 0.015, -0.15), 0.004)):
+            pose = b.camera_model(cam).world_from_camera
+            marker = pose[:3, 3] + pose[:3, :3] @ np.array(ahead)  # up-right of the centre
+            m.site_pos[site] = R.T @ (marker - t)
+            m.site_rgba[site] = [1.0, 0.0, 1.0, 1.0]
+            m.site_size[site] = [radius] * 3
+            m.site_type[site] = 2  # a sphere
+            b.observe_next(); b.apply(np.array([0, 0, 0, 0, 0, 0, 1.0])); b.step()
+            img = b.render(cam).astype(int)
+            mask = (img[..., 0] - img[..., 1] > 60) & (img[..., 2] - img[..., 1] > 60)
+            ys, xs = np.nonzero(mask)
+            world = messages.msg_to_world_state(messages.world_state_to_msg(b.world_state()))
+            focal = {cam: b.camera_model(cam).focal_px}
+            anchor = AnchorRef(point=tuple(marker))
+            errors = {}
+            for mirrored in (True, False):
+                model = CueConditioner(None, mirrored=mirrored).camera_models(
+                    {cam: img}, None, focal, world)[cam]
+                a = project_anchor(anchor, world, model)
+                errors[str(mirrored)] = (float(np.hypot(a.uv[0] - xs.mean(), a.uv[1] - ys.mean()))
+                                         if a is not None else None)
+            out[cam] = {"pixels": int(mask.sum()), "error_px": errors}
+        b.close()
+        print(json.dumps(out))
+    """)
+    for cam, r in got.items():
+        assert r["pixels"] >= 20, (cam, r)  # the marker is in view
+        assert r["error_px"]["True"] < 1.5, (cam, r)
+        assert r["error_px"]["False"] is None or r["error_px"]["False"] > 10, (cam, r)
 
 
 @needs_libero_venv

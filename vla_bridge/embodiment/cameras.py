@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from vla_bridge import contract
-from vla_bridge.embodiment.kinematics import PiperKinematics
+from vla_bridge.embodiment.kinematics import PiperKinematics, quat_to_mat
 from vla_bridge.embodiment.workcell import MOUNTS, TABLE_TOP_Z
 
 __all__ = ["CameraModel", "CameraSpec", "default_cameras", "look_at_xyaxes", "camera_spec",
@@ -38,6 +38,9 @@ class CameraModel:
     height: int
     fovy_deg: float
     world_from_camera: np.ndarray  # (4, 4); camera looks along its -z, y up (OpenGL)
+    #: the image is the camera's view mirrored left-right (LIBERO's renders turned the way
+    #: openpi's LIBERO client turns them, `contract.Embodiment.mirrored_images`)
+    mirrored: bool = False
 
     @property
     def focal_px(self) -> float:
@@ -154,11 +157,23 @@ def fovy_from_focal(height: int, focal_px: float) -> float:
 
 
 def camera_model(camera: str, joints=None, width: int = contract.IMAGE_WIDTH,
-                 height: int = contract.IMAGE_HEIGHT, focal_px: float | None = None) -> CameraModel:
+                 height: int = contract.IMAGE_HEIGHT, focal_px: float | None = None,
+                 pose=None, mirrored: bool = False) -> CameraModel:
     """``CameraModel`` of one camera. Intrinsics: ``focal_px`` (e.g. CameraInfo.k[4]) when
-    given, else the spec's vertical field of view."""
+    given, else the spec's vertical field of view. Pose: ``pose`` (a ``world.CameraPose`` the
+    sim published, e.g. LIBERO's cameras) when given, else the spec and the joint state;
+    ``mirrored``: the image is the view mirrored left-right (``CameraModel.mirrored``)."""
     fovy = camera_spec(camera).fovy_deg if focal_px is None else fovy_from_focal(height, focal_px)
-    return CameraModel(int(width), int(height), float(fovy), camera_pose(camera, joints))
+    world_from_camera = camera_pose(camera, joints) if pose is None else pose_matrix(pose)
+    return CameraModel(int(width), int(height), float(fovy), world_from_camera, mirrored)
+
+
+def pose_matrix(pose) -> np.ndarray:
+    """(4, 4) world <- camera of a ``world.CameraPose`` (position, w-x-y-z quaternion)."""
+    out = np.eye(4)
+    out[:3, :3] = quat_to_mat(pose.quat)
+    out[:3, 3] = np.asarray(pose.pos, float)
+    return out
 
 
 def camera_models(joints=None, cameras=contract.CAMERAS, width: int = contract.IMAGE_WIDTH,

@@ -28,10 +28,22 @@ class TcpState:
 
 
 @dataclass
+class CameraPose:
+    """Where a camera is, when the sim knows it better than our kinematics (LIBERO's cameras):
+    the frame of the published image, looking along its -z with y up (OpenGL / MuJoCo, as
+    ``cameras.CameraModel``)."""
+    pos: np.ndarray  # (3,)
+    quat: np.ndarray  # (4,) w, x, y, z
+
+
+@dataclass
 class WorldState:
     stamp: float
     objects: dict[str, ObjectState]
     tcp: dict[str, TcpState]  # arm name -> tool centre point
+    #: camera name -> pose, for sims whose cameras our kinematics cannot place (else empty:
+    #: the cameras' poses follow from the contract's camera specs and the joint state)
+    cameras: dict[str, CameraPose] = field(default_factory=dict)
 
     def object_positions(self) -> dict[str, np.ndarray]:
         return {name: o.pos for name, o in self.objects.items()}

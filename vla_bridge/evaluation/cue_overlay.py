@@ -9,8 +9,8 @@ so a policy reading the cued topics works with or without a cue protocol.
 Per observation stamp the overlay waits until the images of every camera arrived, plus, when
 the cue is scene-anchored or a ghost trajectory, the world state and joint state with that
 stamp (the sim sends them with every observation). Camera models come from
-``cues.camera_poses`` (cam_high fixed, wrist cameras from the joint state), intrinsics from
-``camera_info``. One ``CueInserter`` call conditions all cameras of the stamp (eq. 8a). The
+``embodiment.cameras`` (cam_high fixed, wrist cameras from the joint state) or, when the sim
+publishes them (LIBERO), the world state's camera poses; intrinsics from ``camera_info``. One ``CueInserter`` call conditions all cameras of the stamp (eq. 8a). The
 conditioning is ``benchmarks.vifo.replay.CueConditioner``, the same pure code path that
 ``vla-bridge report --videos`` runs on replayed frames.
 
@@ -69,9 +69,10 @@ class CueOverlay:
     the world-state topic (e.g. a replay or a real-arm tracker).
     """
 
-    def __init__(self, node, cameras=C.CAMERAS):
+    def __init__(self, node, cameras=C.CAMERAS, joint_names=C.JOINT_NAMES):
         self.node = node
         self.cameras = tuple(cameras)
+        self.joint_names = tuple(joint_names)  # the embodiment's state names (/joint_states)
         for cam in self.cameras:
             C.cued_image_topic(cam)  # validates the name
         q = messages.qos_profile
@@ -137,7 +138,7 @@ class CueOverlay:
         if self.cue is None:
             return
         key = messages.stamp_ns(msg.header.stamp)
-        self._put(self._joints, key, messages.joint_state_to_array(msg, C.JOINT_NAMES))
+        self._put(self._joints, key, messages.joint_state_to_array(msg, self.joint_names))
         self._try(key)
 
     def on_image(self, camera: str, msg: Image) -> None:
@@ -173,7 +174,7 @@ class CueOverlay:
             world = self._world_for(key)
             if world is None:
                 return
-            if self.conditioner.needs_joints(self.cameras):
+            if self.conditioner.needs_joints(self.cameras, world):
                 joints = self._joints.get(key)
                 if joints is None:
                     return

@@ -26,9 +26,9 @@ from std_msgs.msg import ColorRGBA, Float64MultiArray, MultiArrayDimension, Stri
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
-from vla_bridge.contract import (WORLD_FRAME, WORLD_NS_OBJECTS, WORLD_NS_TCP, QosSpec,
-                                 check_control, check_status)
-from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
+from vla_bridge.contract import (WORLD_FRAME, WORLD_NS_CAMERAS, WORLD_NS_OBJECTS, WORLD_NS_TCP,
+                                 QosSpec, check_control, check_status)
+from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
 
 # ------------------------------------------------------------------------------- QoS
 
@@ -258,6 +258,9 @@ _MARKER_TO_SHAPE = {v: k for k, v in _SHAPE_TO_MARKER.items()}
 # TCPs are drawn as arrows along their local +x (the approach axis): length, shaft, head
 _TCP_ARROW_SCALE = (0.08, 0.01, 0.015)
 _TCP_COLOUR = (1.0, 0.5, 0.0, 1.0)
+# cameras as arrows along their local +x (a viewer shows where they sit; the pose is the data)
+_CAMERA_ARROW_SCALE = (0.05, 0.008, 0.012)
+_CAMERA_COLOUR = (0.2, 0.6, 1.0, 1.0)
 
 
 def _pose(pos: np.ndarray, quat_wxyz: np.ndarray) -> Pose:
@@ -282,7 +285,8 @@ def _marker(ns: str, marker_id: int, name: str, kind: int, pose: Pose, scale, rg
 
 def world_state_to_msg(world: WorldState, frame: str = WORLD_FRAME,
                        clear: bool = True) -> MarkerArray:
-    """WorldState -> MarkerArray per the contract (namespaces `objects` and `tcp`).
+    """WorldState -> MarkerArray per the contract (namespaces `objects`, `tcp` and, when the
+    sim publishes its cameras' poses, `cameras`).
 
     With `clear`, a leading DELETEALL marker makes viewers drop the previous episode's
     objects; parsers ignore it.
@@ -303,6 +307,10 @@ def world_state_to_msg(world: WorldState, frame: str = WORLD_FRAME,
     for i, (arm, tcp) in enumerate(world.tcp.items()):
         msg.markers.append(_marker(WORLD_NS_TCP, i, arm, Marker.ARROW, _pose(tcp.pos, tcp.quat),
                                    _TCP_ARROW_SCALE, _TCP_COLOUR, template.header))
+    for i, (name, cam) in enumerate(world.cameras.items()):
+        msg.markers.append(_marker(WORLD_NS_CAMERAS, i, name, Marker.ARROW,
+                                   _pose(cam.pos, cam.quat), _CAMERA_ARROW_SCALE,
+                                   _CAMERA_COLOUR, template.header))
     return msg
 
 
@@ -312,12 +320,14 @@ def refresh_world_state_msg(msg: MarkerArray, world: WorldState) -> MarkerArray:
     Falls back to a rebuild when the bodies differ."""
     markers = [m for m in msg.markers if m.action == Marker.ADD]
     bodies = [(WORLD_NS_OBJECTS, name) for name in world.objects] + \
-             [(WORLD_NS_TCP, arm) for arm in world.tcp]
+             [(WORLD_NS_TCP, arm) for arm in world.tcp] + \
+             [(WORLD_NS_CAMERAS, cam) for cam in world.cameras]
     if [(m.ns, m.text) for m in markers] != bodies:
         return world_state_to_msg(world, clear=False)
     stamp = sec_to_stamp(world.stamp)
     poses = [(o.pos, o.quat) for o in world.objects.values()] + \
-            [(t.pos, t.quat) for t in world.tcp.values()]
+            [(t.pos, t.quat) for t in world.tcp.values()] + \
+            [(c.pos, c.quat) for c in world.cameras.values()]
     for marker, (pos, quat) in zip(markers, poses):
         marker.header.stamp = stamp
         p, q = marker.pose.position, marker.pose.orientation
@@ -395,6 +405,7 @@ def msg_to_world_state(msg: MarkerArray) -> WorldState:
     """MarkerArray (contract layout) -> WorldState; markers of other namespaces are ignored."""
     objects: dict[str, ObjectState] = {}
     tcp: dict[str, TcpState] = {}
+    cameras: dict[str, CameraPose] = {}
     stamp = 0.0
     for marker in msg.markers:
         if marker.action != Marker.ADD:
@@ -405,7 +416,9 @@ def msg_to_world_state(msg: MarkerArray) -> WorldState:
             objects[marker.text] = _object_from_marker(marker, pos, quat)
         elif marker.ns == WORLD_NS_TCP:
             tcp[marker.text] = TcpState(pos=pos, quat=quat)
-    return WorldState(stamp=stamp, objects=objects, tcp=tcp)
+        elif marker.ns == WORLD_NS_CAMERAS:
+            cameras[marker.text] = CameraPose(pos=pos, quat=quat)
+    return WorldState(stamp=stamp, objects=objects, tcp=tcp, cameras=cameras)
 
 
 def _object_from_marker(marker: Marker, pos: np.ndarray, quat: np.ndarray) -> ObjectState:

@@ -204,6 +204,21 @@ def test_tiny_markers_project_to_their_centroids_up_to_the_corners(size):
     assert spread[0] > 0.85 * w and spread[1] > 0.85 * h  # the markers reach the corners
 
 
+def test_a_mirrored_image_projects_to_the_mirrored_column():
+    """LIBERO's published images are the camera's view mirrored left-right: the same point
+    lands in column W - 1 - u, the same row."""
+    T = np.eye(4)
+    T[:3, 3] = [0.0, 0.0, 1.0]
+    plain = CameraModel(256, 200, 60.0, T)
+    mirrored = CameraModel(256, 200, 60.0, T, mirrored=True)
+    pts = np.array([[0.1, 0.05, 0.0], [-0.2, -0.1, 0.3], [0.0, 0.0, 0.5]])
+    a, b = project_points(plain, pts), project_points(mirrored, pts)
+    np.testing.assert_allclose(b.uv[:, 0], 255 - a.uv[:, 0])
+    np.testing.assert_allclose(b.uv[:, 1], a.uv[:, 1])
+    assert a.uv[0, 0] > 127.5 > b.uv[0, 0]  # +x is right in the view, left in the mirror
+    np.testing.assert_array_equal(a.visible, b.visible)
+
+
 # --------------------------------------------------------------------------- ghost trajectory
 
 def test_ghost_layer_from_a_future_sim_state_lands_on_the_projection(backend):

@@ -15,8 +15,10 @@ principal point. A point is *visible* when it is in front of the camera (``z > n
 pixel-index coordinates lie inside ``[-0.5, W - 0.5) x [-0.5, H - 0.5)`` (optionally shrunk by
 a margin); anything else is dropped by the callers.
 
-Only ``width``, ``height``, ``fovy_deg`` and ``world_from_camera`` are read, so any object with
-those attributes works (the real-arm camera calibration can provide the same four fields).
+Only ``width``, ``height``, ``fovy_deg``, ``world_from_camera`` and an optional ``mirrored`` are
+read, so any object with those attributes works (the real-arm camera calibration can provide
+the same fields). ``mirrored`` images are the camera's view flipped left-right (LIBERO's images
+as openpi's client turns them): ``u`` becomes ``W - 1 - u``.
 """
 from __future__ import annotations
 
@@ -84,6 +86,8 @@ def project_points(camera, points, margin: float = 0.0) -> Projection:
     uv[:, 0] = K[0, 0] * xc[:, 0] / safe_z + K[0, 2]
     uv[:, 1] = K[1, 1] * xc[:, 1] / safe_z + K[1, 2]
     W, H = camera.width, camera.height
+    if getattr(camera, "mirrored", False):
+        uv[:, 0] = (W - 1) - uv[:, 0]
     in_image = (in_front
                 & (uv[:, 0] >= -0.5 + margin) & (uv[:, 0] < W - 0.5 - margin)
                 & (uv[:, 1] >= -0.5 + margin) & (uv[:, 1] < H - 0.5 - margin))

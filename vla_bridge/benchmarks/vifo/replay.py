@@ -9,8 +9,9 @@ turns raw camera images into what a policy under a visual-cue protocol sees:
   for every replayed frame with the replayed world state, joint state and the sim's focal
   lengths, so the video shows the cue the policy saw.
 
-Per call: camera models come from ``cues.camera_poses`` (``cam_high`` fixed, wrist cameras from
-the joint state; intrinsics from the focal length when given, else the camera spec), scene
+Per call: camera models come from ``embodiment.cameras`` (``cam_high`` fixed, wrist cameras from
+the joint state), or from the world state's ``cameras`` when the sim publishes its cameras'
+poses (LIBERO); intrinsics from the focal length when given, else the camera spec; scene
 anchors are re-resolved against the given world state and reprojected, and F3 ghost layers are
 projected along the path that ``ghost_path`` fixes at the first call that has a world state
 (the episode's first observation). One ``CueInserter`` per episode conditions the images.
@@ -111,8 +112,9 @@ class CueConditioner:
     (``camera_info``), else the camera spec's field of view is used.
     """
 
-    def __init__(self, cue: CueSpec, ghost_renderer=None):
+    def __init__(self, cue: CueSpec, ghost_renderer=None, mirrored: bool = False):
         self.cue = cue
+        self.mirrored = bool(mirrored)  # mirrored views (contract.Embodiment.mirrored_images)
         self.inserter = CueInserter(cue)
         self.ghost: list | None = None  # F3: fixed at the first call with a world state
         # F3: renders the future states (sim_nodes.mujoco_ghosts.MirrorGhostRenderer); None: projected
@@ -124,14 +126,20 @@ class CueConditioner:
         """Scene-anchored cues and ghosts resolve their anchors in the world state."""
         return bool(self.cue.anchors) and self.cue.mode in (SCENE_ANCHORED, STATE_OVERLAY)
 
-    def needs_joints(self, cameras) -> bool:
-        return self.needs_world and any(needs_joints(c) for c in cameras)
+    def needs_joints(self, cameras, world=None) -> bool:
+        """A camera rides on an arm and the world state does not carry its pose."""
+        posed = getattr(world, "cameras", None) or {}
+        return self.needs_world and any(needs_joints(c) for c in cameras if c not in posed)
 
     def camera_models(self, images: Mapping[str, np.ndarray], joints=None,
-                      focal: Mapping[str, float | None] | None = None) -> dict:
+                      focal: Mapping[str, float | None] | None = None, world=None) -> dict:
+        """Each camera's model: its pose from the world state when the sim published it
+        (``WorldState.cameras``, e.g. LIBERO), else from the camera spec and the joints."""
         focal = focal or {}
-        return {c: camera_model(c, joints if needs_joints(c) else None, img.shape[1],
-                                img.shape[0], focal.get(c))
+        posed = getattr(world, "cameras", None) or {}
+        return {c: camera_model(c, joints if needs_joints(c) and c not in posed else None,
+                                img.shape[1], img.shape[0], focal.get(c), pose=posed.get(c),
+                                mirrored=self.mirrored)
                 for c, img in images.items()}
 
     def __call__(self, images: Mapping[str, np.ndarray], world=None, joints=None,
@@ -141,7 +149,7 @@ class CueConditioner:
             if world is None:
                 raise ValueError(f"{self.cue.code} {self.cue.variant} is anchored in the scene: "
                                  "pass the world state")
-            cameras = self.camera_models(images, joints, focal)
+            cameras = self.camera_models(images, joints, focal, world)
         else:
             world = None
         layers = None
