@@ -160,6 +160,9 @@ class LiberoBackend(SimBackend):
         self.success = False  # LIBERO's goal predicates held after some step
         self.success_step: int | None = None
         self._geoms = None  # (model, object -> geoms) for world_state; a hard reset rebuilds
+        self.watched: dict[str, list] = {}  # role -> BDDL goal also evaluated every step
+        self.goal_steps: dict[str, int | None] = {}  # role -> first step its goal held
+        self.held_at_start: dict[str, bool] = {}  # role -> its goal held when the episode began
 
     # ------------------------------------------------------------------ tasks
     def tasks(self, suite: str) -> list[LiberoTask]:
@@ -192,6 +195,7 @@ class LiberoBackend(SimBackend):
         self._gate_cameras()  # a (hard) reset gives the observables fresh sensors
         self._obs = self.env.set_init_state(self.init_state(scene, task_no, init))
         self.steps, self.success, self.success_step = 0, False, None
+        self.watched, self.goal_steps, self.held_at_start = {}, {}, {}
         self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])
         for k in range(self.settle_steps):  # the last settle step is the first observation
             self._action = LIBERO_IDLE_ACTION.copy()
@@ -222,6 +226,30 @@ class LiberoBackend(SimBackend):
             gated.__modality__ = getattr(inner, "__modality__", "image")
             obs._sensor = gated
 
+    def watch(self, goals: dict) -> None:
+        """Also evaluate `goals` (role -> BDDL goal, e.g. a conflict task's) with LIBERO's own
+        predicates after every step (LIBERO-VIFO: the language task's and the cue task's
+        success in one episode). Call after `reset`; every name must be in the loaded
+        scene, else ValueError naming the missing ones."""
+        states = self.env.env.object_states_dict
+        checked = {}
+        for role, goal in dict(goals or {}).items():
+            preds = [[str(a) for a in p] for p in goal]
+            missing = sorted({n for p in preds for n in p[1:] if n not in states})
+            if not preds or missing:
+                raise ValueError(f"the {role} goal {preds} cannot be checked in "
+                                 f"{self.task.name}: " + (f"no {missing} in its scene" if missing
+                                                          else "it is empty"))
+            checked[role] = preds
+        self.watched = checked
+        self.goal_steps = {role: None for role in checked}
+        self.held_at_start = {role: self.goal_holds(g) for role, g in checked.items()}
+
+    def goal_holds(self, goal) -> bool:
+        """A BDDL goal (a conjunction of predicates) holds now, by LIBERO's predicates."""
+        env = self.env.env
+        return all(bool(env._eval_predicate(p)) for p in goal)
+
     def observe_next(self) -> None:
         """The next `step()` renders the cameras (its images are what `render` returns)."""
         self._observing = True
@@ -244,6 +272,9 @@ class LiberoBackend(SimBackend):
         self.steps += 1
         if not self.success and bool(self.env.check_success()):
             self.success, self.success_step = True, self.steps
+        for role, goal in self.watched.items():
+            if self.goal_steps[role] is None and self.goal_holds(goal):
+                self.goal_steps[role] = self.steps
 
     def _step_env(self, observe: bool) -> None:
         self._observing = observe
@@ -359,16 +390,31 @@ def _world_aabb(m, d, geoms, body) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------ the catalog (LIBERO venv)
-def catalog_from_libero(suites=STANDARD_SUITES) -> dict:
-    """The catalog read from the installed `libero` package (run in .venv-libero)."""
+def catalog_from_libero(suites=SUITES) -> dict:
+    """The catalog read from the installed `libero` package (run in .venv-libero): per task
+    its name, instruction, BDDL goal, the scene's movable objects and fixtures ({instance:
+    category}) and the BDDL problem's regions ({region: owner}): what a LIBERO-VIFO conflict
+    task may name."""
     use_venv_config()
     from libero.libero.envs.bddl_utils import robosuite_parse_problem
     out = {}
     for suite in suites:
-        out[suite] = [{"index": t.index, "name": t.name, "instruction": t.instruction,
-                       "goal": robosuite_parse_problem(t.bddl_file)["goal_state"]}
-                      for t in suite_tasks(suite)]
+        out[suite] = []
+        for t in suite_tasks(suite):
+            problem = robosuite_parse_problem(t.bddl_file)
+            out[suite].append({"index": t.index, "name": t.name, "instruction": t.instruction,
+                               "goal": problem["goal_state"],
+                               "objects": _instances(problem["objects"]),
+                               "fixtures": _instances(problem["fixtures"]),
+                               "regions": dict(sorted((name, r["target"]) for name, r in
+                                                      problem["regions"].items()))})
     return out
+
+
+def _instances(by_category: dict) -> dict:
+    """BDDL's {category: [instance, ...]} as {instance: category}, sorted by instance."""
+    return dict(sorted((name, category) for category, names in by_category.items()
+                       for name in names))
 
 
 def main(argv=None) -> int:

@@ -10,7 +10,10 @@ the chunk answering that stamp runs `actions_per_call` steps (one /clock, /joint
 first success or when the suite's step budget is spent; the `done` status carries `success`
 (LIBERO's own goal predicates), `steps` and the reason.
 
-The begin message's task is {"scene": suite, "layout": "TASK:INIT"}; optional begin fields:
+The begin message's task is {"scene": suite, "layout": "TASK:INIT"}, under a LIBERO-VIFO
+protocol also `goals` ({"language" / "cue": BDDL goal}, checked with LIBERO's predicates every
+step; `done` reports each) and `end_on` (the role whose success ends the episode); optional
+begin fields:
 `max_steps` (default: the suite's budget) and `max_actions_per_call` (default 5, openpi's
 replanning). The `ready` status names the node's embodiment, so the evaluator can check that
 the graph agrees on one.
@@ -29,6 +32,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
+from vla_bridge.ros.episode_control import control_handler
 from vla_bridge.sim_nodes.libero_backend import EMBODIMENT, LiberoBackend
 from vla_bridge.sim_nodes.libero_session import REPLAN_STEPS, LiberoSession
 
@@ -63,6 +67,8 @@ class LiberoSimNode(Node):
         self.pub_info = {c: self.create_publisher(CameraInfo, C.camera_info_topic(c),
                                                   q(C.QOS_IMAGES))
                          for c in EMBODIMENT.camera_names}
+        # episode control (ros.episode_control: a bad request is logged or reported, never fatal)
+        self.on_control = control_handler(self, BEGIN_NEEDS, ("scene", "layout"))
         self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
         self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK,
                                  messages.guarded(self, self.on_chunk, "action chunk"),
@@ -77,37 +83,29 @@ class LiberoSimNode(Node):
                                                    **fields}))
 
     # ------------------------------------------------------------------ episode control
-    def on_control(self, msg: String) -> None:
-        ctl = messages.parse_control(msg, self.get_logger(), require=BEGIN_NEEDS,
-                                     task_keys=("scene", "layout"))
-        if ctl is None:
-            return
-        kind, episode = ctl["kind"], ctl["episode"]
-        try:
-            if kind == C.CONTROL_BEGIN:
-                self.begin(ctl)
-            elif kind == C.CONTROL_START and episode == self.episode:
-                self.wall_start = time.perf_counter()
-                self.publish_observation()
-            elif kind == C.CONTROL_END and episode == self.episode:
-                self.episode, self.pending_stamp_ns = None, None
-        except Exception as exc:  # noqa: BLE001 - report, never die on a bad request
-            self.get_logger().error(f"episode control {kind!r} of {episode!r} failed: {exc!r}")
-            self.status(C.STATUS_ERROR, episode=episode, message=str(exc))
+    def start(self) -> None:
+        self.wall_start = time.perf_counter()
+        self.publish_observation()
+
+    def end(self) -> None:
+        self.episode, self.pending_stamp_ns = None, None
 
     def begin(self, ctl: dict) -> None:
         task = ctl["task"]
         offset = self.now() + 1.0
+        goals, end_on = watched_goals(task)
         self.session.begin(task["scene"], task["layout"], int(ctl["seed"]),
                            max_steps=ctl.get("max_steps"),
-                           actions_per_call=int(ctl.get("max_actions_per_call") or REPLAN_STEPS))
+                           actions_per_call=int(ctl.get("max_actions_per_call") or REPLAN_STEPS),
+                           goals=goals, end_on=end_on)
         self.clock_offset = offset
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
         backend = self.session.backend
         self.publish_tick()
         self.status(C.STATUS_READY, tick=0, stamp=self.now(), embodiment=EMBODIMENT.name,
-                    instruction=backend.task.instruction, max_steps=self.session.max_steps)
+                    instruction=backend.task.instruction, max_steps=self.session.max_steps,
+                    held_at_start=backend.held_at_start)
 
     # ------------------------------------------------------------------ publishing
     def publish_tick(self) -> None:
@@ -155,13 +153,30 @@ class LiberoSimNode(Node):
         self.status(C.STATUS_CHUNK_DONE, tick=s.steps, calls=s.calls)
         if s.done:
             self.status(C.STATUS_DONE, ticks=s.steps, calls=s.calls, reason=s.reason,
-                        success=bool(s.success), steps=s.steps,
+                        success=bool(s.success), goals=s.goals, steps=s.steps,
                         wall_s=round(time.perf_counter() - self.wall_start, 3))
         else:
             self.publish_observation()
 
     def close(self) -> None:
         self.session.backend.close()
+
+
+def watched_goals(task: dict) -> tuple[dict | None, str | None]:
+    """The begin task's `goals` ({role: BDDL goal}, roles "language" / "cue") and `end_on`,
+    checked for shape (ValueError naming the problem); (None, None) when absent."""
+    goals, end_on = task.get("goals"), task.get("end_on")
+    if goals is None:
+        return None, None
+    if not isinstance(goals, dict) or not set(goals) <= {"language", "cue"}:
+        raise ValueError(f"task goals must map 'language' / 'cue' to BDDL goals, got {goals!r}")
+    for role, goal in goals.items():
+        if not (isinstance(goal, list) and goal and all(
+                isinstance(p, list) and 2 <= len(p) <= 3 and all(isinstance(a, str) for a in p)
+                for p in goal)):
+            raise ValueError(f"the {role} goal must be a list of predicates like "
+                             f"['on', 'a_1', 'b_1'], got {goal!r}")
+    return goals, end_on
 
 
 def main(args=None) -> int:

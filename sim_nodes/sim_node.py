@@ -43,6 +43,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
+from vla_bridge.ros.episode_control import control_handler
 from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
 BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_control)
@@ -114,6 +115,8 @@ class SimNode(Node):
                                                        q(C.QOS_STATE))
         self.pub_record_cmd = self.create_publisher(JointState, C.TOPIC_RECORD_JOINT_COMMANDS,
                                                     q(C.QOS_STATE))
+        # episode control (ros.episode_control: a bad request is logged or reported, never fatal)
+        self.on_control = control_handler(self, BEGIN_NEEDS, ("scene", "layout"))
         self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control, q(C.QOS_EVENTS))
         self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK,
                                  messages.guarded(self, self.on_chunk, "action chunk"),
@@ -124,27 +127,14 @@ class SimNode(Node):
         return self.clock_offset + self.session.backend.time
 
     # ------------------------------------------------------------------ episode control
-    def on_control(self, msg: String) -> None:
-        """Episode control; a malformed message is logged and changes nothing
-        (messages.parse_control), a request that fails is reported under its episode id."""
-        ctl = messages.parse_control(msg, self.get_logger(), require=BEGIN_NEEDS,
-                                     task_keys=("scene", "layout"))
-        if ctl is None:
-            return
-        kind, episode = ctl["kind"], ctl["episode"]
-        try:
-            if kind == C.CONTROL_BEGIN:
-                self.begin(ctl)
-            elif kind == C.CONTROL_START and episode == self.episode:
-                self.running = True
-                if self.record_fps:
-                    self.publish_record_frame()  # frame 0: the reset state
-                self.publish_observation()
-            elif kind == C.CONTROL_END and episode == self.episode:
-                self.episode, self.pending_stamp_ns, self.running = None, None, False
-        except Exception as exc:  # noqa: BLE001 - report, never die on a bad request
-            self.get_logger().error(f"episode control {kind!r} of {episode!r} failed: {exc!r}")
-            self.status(C.STATUS_ERROR, episode=episode, message=str(exc))
+    def start(self) -> None:
+        self.running = True
+        if self.record_fps:
+            self.publish_record_frame()  # frame 0: the reset state
+        self.publish_observation()
+
+    def end(self) -> None:
+        self.episode, self.pending_stamp_ns, self.running = None, None, False
 
     def begin(self, ctl: dict) -> None:
         """Reset the scene for a begin request; the episode is adopted only once the reset

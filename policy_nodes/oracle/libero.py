@@ -72,8 +72,13 @@ class LiberoOracle(PolicyBackend):
     needs_world_state = True
     embodiment = C.LIBERO_PANDA.name
 
-    def __init__(self, chunk_size: int = 5, **_):
+    FOLLOW = ("language", "cue")
+
+    def __init__(self, chunk_size: int = 5, follow: str = "language", **_):
+        if follow not in self.FOLLOW:
+            raise ValueError(f"oracle follow must be one of {self.FOLLOW}, got {follow!r}")
         self.chunk_size = int(chunk_size)
+        self.follow = follow
         self.reset()
 
     def reset(self) -> None:
@@ -85,13 +90,19 @@ class LiberoOracle(PolicyBackend):
         self.counter = 0
         self.last_measured: np.ndarray | None = None  # the previous call's position
 
-    def set_instruction(self, instruction: str, task: dict | None = None) -> None:
-        goals = list((task or {}).get("goal") or [])
+    def set_instruction(self, instruction: str, task: dict | None = None,
+                        cue_task: dict | None = None) -> None:
+        """Plan the begin task's `goal` (the language task's; None under LIBERO-VIFO's
+        authorized and no_language protocols, which name no task: it holds still), or with
+        `follow="cue"` the `cue_task`'s goal when the episode shows a cue."""
+        source = cue_task if self.follow == "cue" and cue_task is not None else (task or {})
+        goals = list(source.get("goal") or [])
         self.goals = [g for g in goals if g and g[0] in PICKABLE_PREDICATES]
         skipped = [g for g in goals if not g or g[0] not in PICKABLE_PREDICATES]
         self.note = (f"no plan for {' '.join(map(str, skipped[0]))!r}" if skipped else "")
         if not goals:
-            self.note = "the task carries no BDDL goal"
+            self.note = ("the language names no task" if task and "goals" in task
+                         else "the task carries no BDDL goal")
         self.phase = "approach" if self.goals else "hold"
 
     # ------------------------------------------------------------------ planning

@@ -201,7 +201,7 @@ def test_catalog_matches_the_installed_libero():
         from vla_bridge.sim_nodes.libero_backend import catalog_from_libero
         print(json.dumps(catalog_from_libero()))
     """)
-    assert got == {s: P.load_catalog()[s] for s in P.STANDARD_SUITES}
+    assert got == P.load_catalog()  # the four suites and libero_90 (conflict partners)
 
 
 @needs_libero_venv
@@ -328,6 +328,65 @@ def test_a_libero_episode_through_the_graph_is_scored_by_libero_predicates(tmp_p
     assert summary["suites"]["libero_object"]["ci95"][1] == 1.0
     assert json.loads((out / "run.json").read_text())["embodiment"] == "libero_panda"
     assert "| libero_object | 1 | 100.0 |" in (out / "report.md").read_text()
+
+
+@needs_libero_venv
+@pytest.mark.slow
+def test_libero_vifo_protocols_through_the_graph(tmp_path):
+    """LIBERO-VIFO on LIBERO: under `conflict` the policy reads the cued images (the cue
+    shows libero_object task 0, the language names its conflict partner) and LIBERO's
+    predicates score both tasks; a language-following oracle does the language task only
+    (LFR 100, UVF 0). Under `authorized` a cue-following oracle does the cue's task from the
+    cue alone (AVF 100). The cue is drawn into both cameras; a resume with another cue family
+    is refused, naming the difference."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "test"),
+                                                         os.environ.get("PYTHONPATH", "")])}
+
+    def launch(out, *args):
+        return subprocess.run([sys.executable, "-m", "vla_bridge.cli", "launch", "libero_sim",
+                               "--suite", "libero_object", "--tasks", "0", "--inits", "0",
+                               "--output", str(out), "--timeout", "240",
+                               "image_source:=cued", *args],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=280)
+
+    conflict = tmp_path / "conflict"
+    proc = launch(conflict, "cue_protocol:=conflict", "cue_family:=F7")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    [row] = [json.loads(line) for line in (conflict / "results.jsonl").read_text().splitlines()]
+    partner = row["language_task"]
+    assert row["cue_task"] == "libero_object/0" and partner.startswith("libero_object/")
+    assert row["instruction"] == P.load_catalog()["libero_object"][int(partner.split("/")[1])][
+        "instruction"]
+    assert row["scores"]["language"] == {"task": partner, "complete": True}
+    assert row["scores"]["cue"] == {"task": "libero_object/0", "complete": False}
+    assert row["success"] is True and "the language task's goal holds" in row["reason"]
+    overlay = row["overlay"]
+    assert overlay["observations"] == row["calls"] and overlay["dropped"] == 0
+    assert all(overlay["changed_fraction"][c] > 0.001 for c in ("cam_high", "cam_left_wrist"))
+    assert sorted(p.name for p in (conflict / "cue_frames").iterdir()) == \
+        ["libero_object_0_cam_high.png", "libero_object_0_cam_left_wrist.png"]
+    table = (conflict / "cue_table.txt").read_text()
+    assert "LFR" in table and "instances: F7/outline 1" in table
+    metrics = json.loads((conflict / "cue_metrics.json").read_text())
+    assert (metrics["overall"]["lfr"], metrics["overall"]["uvf"]) == (100.0, 0.0)
+    run = json.loads((conflict / "run.json").read_text())
+    assert run["status"] == "finished" and run["provenance"]["hardware"] == "sim:libero"
+    assert run["trials"][0]["language_task"] == partner
+
+    authorized = tmp_path / "authorized"
+    proc = launch(authorized, "cue_protocol:=authorized", "cue_family:=F2",
+                  "cue_variant:=numbered", "oracle_follow:=cue")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    [row] = [json.loads(line) for line in (authorized / "results.jsonl").read_text().splitlines()]
+    assert row["instruction"] == "Follow the visual cue in the observation and complete the task."
+    assert row["language_task"] is None and row["scores"]["cue"]["complete"] is True
+    assert json.loads((authorized / "cue_metrics.json").read_text())["overall"]["avf"] == 100.0
+
+    proc = launch(authorized, "cue_protocol:=authorized", "cue_family:=F1",
+                  "oracle_follow:=cue")
+    assert proc.returncode != 0
+    said = proc.stdout + proc.stderr
+    assert "cannot resume" in said and "'family': 'F2'" in said and "'family': 'F1'" in said
 
 
 def test_libero_gripper_on_the_openpi_wire_round_trips():

@@ -1,6 +1,7 @@
-"""`vla-bridge bench overhead|recording|throughput|campaign|multinode|sapien|crosssim|libero`:
-benchmarks that print figures (the node graph; campaigns over Ray: bench/campaign.py; SAPIEN
-against MuJoCo: bench/sapien.py)."""
+"""`vla-bridge bench overhead|recording|throughput|campaign|multinode|sapien|crosssim|libero|
+libero-vifo`: benchmarks that print figures (the node graph; campaigns over Ray:
+bench/campaign.py; SAPIEN against MuJoCo: bench/sapien.py; LIBERO: bench/libero.py and the
+LIBERO-VIFO protocols, bench/libero_vifo.py)."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +11,8 @@ from vla_bridge.bench.graph import overhead, recording, throughput
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("which", choices=["overhead", "recording", "throughput", "campaign",
-                                          "multinode", "sapien", "crosssim", "libero"],
+                                          "multinode", "sapien", "crosssim", "libero",
+                                          "libero-vifo"],
                         help="benchmark to run")
     parser.add_argument("--per-level", type=int, default=2,
                         help="throughput, campaign, multinode: tasks sampled per scene and level")
@@ -21,8 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scene", default="scene1",
                         help="crosssim: comma-separated scenes ('' = all four)")
     parser.add_argument("--levels", default="", help="crosssim: comma-separated levels ('' = all)")
-    parser.add_argument("--policy", default="oracle", help="crosssim: policy backend spec")
-    parser.add_argument("--output", default=None, help="crosssim: write the rows to this JSON file")
+    parser.add_argument("--policy", default=None,
+                        help="crosssim: policy backend spec (default oracle); libero-vifo: "
+                             "(default libero_oracle)")
+    parser.add_argument("--output", default=None,
+                        help="crosssim: write the rows to this JSON file; libero-vifo: the "
+                             "runs' directory (default runs/libero_vifo)")
+    parser.add_argument("--families", default="F1,F2,F3,F4,F5,F6,F7,F8",
+                        help="libero-vifo: cue families, each at its default variant")
+    parser.add_argument("--protocols", default="original,authorized,conflict,no_language",
+                        help="libero-vifo: protocols to run")
     parser.add_argument("--suite", default="libero_spatial,libero_object,libero_goal,libero_10",
                         help="libero: comma-separated LIBERO suites")
     parser.add_argument("--tasks", default="", help="libero: task numbers per suite, e.g. 0-9")
@@ -34,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.which == "libero-vifo":
+        from vla_bridge.bench import libero_vifo
+        return libero_vifo.protocol_table(args.output or "runs/libero_vifo", args.suite,
+                                          args.tasks, args.inits, args.families,
+                                          args.protocols, args.policy or "libero_oracle")
     if args.which == "libero":
         from vla_bridge.bench import libero
         return libero.speed(args.suite, args.tasks, args.inits, graph=not args.no_graph)
@@ -43,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             return sapien.figure(args.task, args.figure)
         if args.which == "sapien":
             return sapien.speed(args.task, args.episodes, graph=not args.no_graph)
-        return sapien.crosssim(args.scene, args.levels, args.policy, args.output)
+        return sapien.crosssim(args.scene, args.levels, args.policy or "oracle", args.output)
     if args.which in ("campaign", "multinode"):
         from vla_bridge.bench import campaign
         if args.which == "campaign":

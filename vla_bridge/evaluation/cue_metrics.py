@@ -1,4 +1,5 @@
-"""LIBERO-VIFO metrics of run directories: cue_metrics.json, cue_table.txt, cue_task_table.txt.
+"""LIBERO-VIFO metrics of run directories: cue_metrics.json, cue_table.txt, cue_task_table.txt
+(the last only for RoboFollow runs; LIBERO runs score LIBERO's success alone).
 
 ``write_cue_metrics(run_dir)`` aggregates a run's results rows with
 ``benchmarks.vifo.protocols.cue_metrics`` and writes the files atomically;
@@ -99,14 +100,22 @@ def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -
     rows = _read_rows(run_dir) if rows is None else list(rows)
     metrics = cue_metrics(rows)
     metrics["instances"] = cue_instances(rows)
-    metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
-    for name, text in (("cue_metrics.json", json.dumps(metrics, indent=1)),
-                       ("cue_table.txt", format_cue_tables(metrics) + "\n"),
-                       ("cue_task_table.txt", format_task_table(metrics["by_task"]) + "\n")):
+    files = [("cue_metrics.json", None), ("cue_table.txt", format_cue_tables(metrics) + "\n")]
+    if _robofollow(rows):  # LIBERO rows have LIBERO's success, no IS / ES / CR to table
+        metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
+        files.append(("cue_task_table.txt", format_task_table(metrics["by_task"]) + "\n"))
+    files[0] = ("cue_metrics.json", json.dumps(metrics, indent=1))
+    for name, text in files:
         tmp = run_dir / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(run_dir / name)
     return metrics
+
+
+def _robofollow(rows: list[dict]) -> bool:
+    """Rows of RoboFollow tasks (LIBERO rows, which name their suite and task number, carry
+    LIBERO's success only: no IS / ES / CR to table)."""
+    return not rows or not all("suite" in r and "task_index" in r for r in rows)
 
 
 def _read_rows(run_dir: Path) -> list[dict]:
@@ -129,10 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics = write_cue_metrics(args.output, rows)
     else:
         metrics = cue_metrics(rows)
-        metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
+        metrics["instances"] = cue_instances(rows)
+        if _robofollow(rows):
+            metrics["by_task"] = task_metrics(r for r in rows
+                                              if (r.get("cue") or {}).get("protocol"))
     print(format_cue_tables(metrics))
-    print()
-    print(format_task_table(metrics["by_task"]))
+    if "by_task" in metrics:
+        print()
+        print(format_task_table(metrics["by_task"]))
     return 0
 
 

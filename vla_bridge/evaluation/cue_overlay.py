@@ -69,10 +69,12 @@ class CueOverlay:
     the world-state topic (e.g. a replay or a real-arm tracker).
     """
 
-    def __init__(self, node, cameras=C.CAMERAS, joint_names=C.JOINT_NAMES):
+    def __init__(self, node, cameras=C.CAMERAS, joint_names=C.JOINT_NAMES,
+                 mirrored: bool = False):
         self.node = node
         self.cameras = tuple(cameras)
         self.joint_names = tuple(joint_names)  # the embodiment's state names (/joint_states)
+        self.mirrored = mirrored  # the images are mirrored views (Embodiment.mirrored_images)
         for cam in self.cameras:
             C.cued_image_topic(cam)  # validates the name
         q = messages.qos_profile
@@ -104,7 +106,8 @@ class CueOverlay:
         """The cue of the coming episode (None: republish images unchanged). ``ghost_renderer``
         (F3): renders future states on a sim copy (sim_nodes.mujoco_ghosts), else projected boxes."""
         self.cue = cue
-        self.conditioner = CueConditioner(cue, ghost_renderer) if cue is not None else None
+        self.conditioner = (CueConditioner(cue, ghost_renderer, self.mirrored)
+                            if cue is not None else None)
         self.world_provider = world_state_provider
         self.stats = OverlayStats()
         self.snapshot = {}

@@ -22,9 +22,21 @@ from vla_bridge import __version__
 from vla_bridge.benchmarks.robofollow.tasks import Trial
 
 
-def trial_key(trial: Trial) -> str:
-    """Unique name of one (task, round) in a run directory."""
+def trial_key(trial) -> str:
+    """Unique name of one trial in a run directory: a RoboFollow (task, round), or the
+    trial's own ``key`` (a LIBERO trial: suite/task/initial state)."""
+    key = getattr(trial, "key", None)
+    if key is not None:
+        return str(key)
     return f"{trial.task.scene}/{trial.task.id}/r{trial.round}"
+
+
+def _run_entry(trial) -> dict:
+    """A trial as run.json lists it (``trial.run_entry()`` where the trial defines one)."""
+    if hasattr(trial, "run_entry"):
+        return trial.run_entry()
+    return {"key": trial_key(trial), "task": trial.task.id, "round": trial.round,
+            "seed": trial.seed}
 
 
 def package_versions() -> dict:
@@ -98,8 +110,7 @@ class RunDirectory:
         run = {
             "arguments": arguments, "versions": package_versions(), "provenance": provenance,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "status": "running",
-            "trials": [{"key": trial_key(t), "task": t.task.id, "round": t.round, "seed": t.seed}
-                       for t in trials],
+            "trials": [_run_entry(t) for t in trials],
             "resumed_with": len(done),
         }
         if skipped:

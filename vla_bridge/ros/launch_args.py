@@ -78,6 +78,16 @@ class GraphSpec:
 FASTDDS_PROFILE = "config/fastdds_profile.xml"  # relative to the share dir
 
 # Chunk execution of the policy node (docs/policies.md), the same in both graphs.
+# the cue arguments both graphs share (RoboFollow's and LIBERO's evaluators read the same names)
+CUE_FAMILY_ARG = LaunchArg("cue_family", "", "visual-cue family F1..F8 (or text, geometric, ...)",
+                           sets=("evaluator_node.cue_family",))
+CUE_VARIANT_ARG = LaunchArg("cue_variant", "",
+                            "variant of the cue family (empty = the family's default)",
+                            sets=("evaluator_node.cue_variant",))
+IMAGE_SOURCE_ARG = LaunchArg("image_source", "raw",
+                             "images the policy reads: raw, or cued (the evaluator's cue overlay)",
+                             sets=("policy_node.image_source",))
+
 CHUNK_EXECUTION_ARGS = (
     LaunchArg("action_horizon", "50", "actions of each chunk the policy node publishes",
               type="int", sets=("policy_node.action_horizon",)),
@@ -175,10 +185,7 @@ ROBOFOLLOW_SIM = GraphSpec(
         LaunchArg("cue_protocol", "",
                   "visual-cue protocol: '' (off), original, authorized, conflict, no_language "
                   "(needs image_source cued)", sets=("evaluator_node.cue_protocol",)),
-        LaunchArg("cue_family", "", "visual-cue family F1..F8 (or text, geometric, ...)",
-                  sets=("evaluator_node.cue_family",)),
-        LaunchArg("cue_variant", "", "variant of the cue family (empty = the family's default)",
-                  sets=("evaluator_node.cue_variant",)),
+        CUE_FAMILY_ARG, CUE_VARIANT_ARG,
         LaunchArg("cue_render_ghosts", "true",
                   "F3 ghosts rendered by MuJoCo on a copy of the scene (false: projected boxes)",
                   type="bool", sets=("evaluator_node.cue_render_ghosts",)),
@@ -191,9 +198,7 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "task paired with a hazardous one the cue shows (scene/levels are ignored; "
                   "tasks narrows them by scene name or hazardous task id)",
                   sets=("evaluator_node.cue_suite",)),
-        LaunchArg("image_source", "raw",
-                  "images the policy reads: raw, or cued (the evaluator's cue overlay)",
-                  sets=("policy_node.image_source",)),
+        IMAGE_SOURCE_ARG,
         LaunchArg("oracle_follow", "language",
                   "task the oracle plans under a cue protocol: language or cue",
                   sets=("policy_node.follow",)),
@@ -247,6 +252,15 @@ LIBERO_SIM = GraphSpec(
                   sets=("policy_node.chunk_size", "policy_node.action_horizon")),
         LaunchArg("episode_timeout", "300.0", "seconds without progress before an episode fails",
                   type="float", sets=("evaluator_node.episode_timeout",)),
+        LaunchArg("cue_protocol", "",
+                  "LIBERO-VIFO protocol: '' (off), original, authorized, conflict, no_language "
+                  "(the policy sees the cue with image_source:=cued)",
+                  sets=("evaluator_node.cue_protocol",)),
+        CUE_FAMILY_ARG, CUE_VARIANT_ARG,
+        IMAGE_SOURCE_ARG,
+        LaunchArg("oracle_follow", "language",
+                  "task the LIBERO oracle plans under a cue protocol: language or cue",
+                  sets=("policy_node.follow",)),
         LaunchArg("sim_python", LIBERO_VENV_PYTHON,
                   "Python interpreter of the LIBERO sim node (default: this checkout's "
                   ".venv-libero, built by `bash scripts/setup.sh libero`)"),

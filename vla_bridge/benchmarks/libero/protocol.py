@@ -11,7 +11,8 @@ BDDL goals, written from the installed package by
 (a test compares it with the installed package).
 
 A trial is one task of a suite from one of its 50 shipped initial states: episode id
-`SUITE/TASK/INIT`, layout `TASK:INIT` for the sim, seed `seed + INIT`.
+`SUITE/TASK/INIT`, layout `TASK:INIT` for the sim, seed `seed + INIT`. `report_markdown` writes
+a run's report.md.
 """
 from __future__ import annotations
 
@@ -134,3 +135,38 @@ def format_summary(summary: dict) -> str:
         lines.append(f"{suite:16} {s['episodes']:8d} {100 * s['success_rate']:10.1f} "
                      f"{f'{100 * lo:.1f}-{100 * hi:.1f}':>15} {wall:>10}")
     return "\n".join(lines)
+
+
+def report_markdown(summary: dict, params: dict, cue_table: str | None = None,
+                    skipped: dict | None = None) -> str:
+    """report.md of a LIBERO run: success per suite and per task with 95 % intervals, the
+    LIBERO-VIFO table under a cue protocol, the trials skipped and each failure's reason."""
+    protocol = params.get("cue_protocol") or ""
+    title = f"# LIBERO run: policy `{params['policy']}`"
+    if protocol:
+        title += f", cue protocol `{protocol}` {params.get('cue_family') or ''} " \
+                 f"{params.get('cue_variant') or ''}".rstrip()
+    lines = [title, "", "| suite | episodes | success % | 95 % CI | s / episode |",
+             "|---|---|---|---|---|"]
+    for suite, s in [*summary["suites"].items(), ("all", summary["overall"])]:
+        lo, hi = s["ci95"]
+        wall = f"{s['mean_wall_s']:.1f}" if s["mean_wall_s"] is not None else "-"
+        lines.append(f"| {suite} | {s['episodes']} | {100 * s['success_rate']:.1f} | "
+                     f"{100 * lo:.1f}-{100 * hi:.1f} | {wall} |")
+    lines += ["", "| task | name | episodes | success % | 95 % CI |", "|---|---|---|---|---|"]
+    for task, s in summary["tasks"].items():
+        lo, hi = s["ci95"]
+        lines.append(f"| {task} | {s['name']} | {s['episodes']} | {100 * s['success_rate']:.1f}"
+                     f" | {100 * lo:.1f}-{100 * hi:.1f} |")
+    if protocol:
+        lines += ["", "Success is the task the protocol asks for: the language task (original, "
+                  "conflict) or the cue task (authorized, no_language)."]
+    if cue_table:
+        lines += ["", "## LIBERO-VIFO metrics", "", "```", cue_table, "```"]
+    if skipped:
+        lines += ["", "## Skipped trials", ""]
+        lines += [f"- `{ep}`: {why}" for ep, why in skipped.items()]
+    if summary["failures"]:
+        lines += ["", "## Failures", ""]
+        lines += [f"- `{ep}`: {why}" for ep, why in summary["failures"].items()]
+    return "\n".join(lines) + "\n"

@@ -39,7 +39,7 @@ from vla_bridge.benchmarks.vifo.projection import (box_corners, ground_circle, i
 __all__ = [
     "SCENE_ANCHORED", "FIXED_REGION", "STATE_OVERLAY", "region_to_pixels", "pixels_to_region",
     "resolve_anchor", "project_anchor", "project_anchors", "insert", "CueInserter",
-    "ghost_layers", "make_cue", "PLACE_OFFSET_M", "LIFT_OFFSET_M", "PROTOCOLS",
+    "ghost_layers", "make_cue", "target_anchor", "PLACE_OFFSET_M", "LIFT_OFFSET_M", "PROTOCOLS",
     "AUTHORIZED_PROMPT", "protocol_language", "protocol_metrics", "EpisodeRecord",
     "VQA_STAGES", "full_chain_accuracy",
 ]
@@ -232,7 +232,10 @@ def _glyph_of(world, name: str | None) -> dict | None:
     return {"shape": shape, "rgb": rgb}
 
 
-def _target_anchor(step, world) -> AnchorRef | None:
+def target_anchor(step, world) -> AnchorRef | None:
+    """Where a step's source goes: beside the target for a directional relation, on top of it
+    for "on" (its centre without a world to size it), the target itself otherwise; above the
+    source for a pick."""
     objs = _objects(world) if world is not None else {}
     if step.action == "pick" or step.target is None:
         if step.source is None:
@@ -271,7 +274,7 @@ def make_cue(task: GroundedTask, fam: str, variant: str, world=None,
     anchors: dict[str, AnchorRef] = {}
     if step.source is not None:
         anchors["source"] = AnchorRef(entity=step.source, outline=True)
-    tgt = _target_anchor(step, world)
+    tgt = target_anchor(step, world)
     if tgt is not None:
         anchors["target"] = tgt
     if step.target is not None:

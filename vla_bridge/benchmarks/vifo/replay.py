@@ -52,14 +52,24 @@ def ghost_path(cue: CueSpec, world, k: int = GHOST_POSES) -> list[tuple[np.ndarr
     With ``cue.params["plan_path"]`` ((position, quat) states of the planned episode,
     ``sim_nodes.plan_rollout``) those states: the real path, route and final orientation.
     Without (no simulator to roll the plan out): from its pose in ``world`` to the cue's
-    target point, lifted in the middle of the motion."""
+    target point, lifted in the middle of the motion; with ``cue.params["ghost_steps"]``
+    ([(source role, target role)], several objects that move) one such path per object."""
+    if cue.params.get("ghost_steps"):  # several objects move (a LIBERO task of two steps)
+        return [pose for src, tgt in cue.params["ghost_steps"]
+                for pose in _straight_path(cue, cue.anchors[src], cue.anchors[tgt], world, k)]
     src_ref, tgt_ref = cue.anchors.get("source"), cue.anchors.get("target")
     if src_ref is None or tgt_ref is None:
         return []
-    start, _, obj = resolve_anchor(src_ref, world)
     if cue.params.get("plan_path"):
+        _, _, obj = resolve_anchor(src_ref, world)
         return [(np.asarray(pos, float), replace(obj, quat=np.asarray(quat, float)))
                 for pos, quat in cue.params["plan_path"]]
+    return _straight_path(cue, src_ref, tgt_ref, world, k)
+
+
+def _straight_path(cue: CueSpec, src_ref, tgt_ref, world, k: int) -> list:
+    """K poses from the source's pose in ``world`` to the target point, lifted in between."""
+    start, _, obj = resolve_anchor(src_ref, world)
     goal, _, _ = resolve_anchor(tgt_ref, world)
     goal = goal.copy()
     relation = cue.params.get("relation")
