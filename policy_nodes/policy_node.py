@@ -119,7 +119,9 @@ class PolicyNode(Node):
         except Exception as exc:
             self.status(C.STATUS_ERROR, message=f"policy reset failed: {exc}")
             return
-        self.status(C.STATUS_READY, embodiment=self.embodiment.name)
+        note = getattr(self.policy, "note", "")  # e.g. a goal a scripted policy cannot plan
+        self.status(C.STATUS_READY, embodiment=self.embodiment.name,
+                    **({"note": note} if isinstance(note, str) and note else {}))
 
     # ------------------------------------------------------------------ observation parts
     def _part(self, stamp) -> tuple[int, dict]:

@@ -319,18 +319,25 @@ class LiberoBackend(SimBackend):
     def world_state(self) -> WorldState:
         """Privileged state: every object and fixture of the task (centre and full size of its
         geoms' world bounding box, body orientation), every region site of the BDDL problem
-        (`<region>`, size 0: a point), the end effector (`tcp["left"]`: the one arm takes
-        the left slot, as in the contract) and both cameras' poses (`cameras`: the upright
-        images' frames, which the cue overlay projects with)."""
+        (`<region>`, size 0: a point), every articulated part (`<object>/<joint>`, e.g.
+        `flat_stove_1/button`, `wooden_cabinet_1/top_level`: the box of what the joint moves,
+        its orientation turning +x onto the joint's axis), the end effector (`tcp["left"]`:
+        the one arm takes the left slot, as in the contract) and both cameras' poses
+        (`cameras`: the frames of the published images, which the cue overlay projects
+        with)."""
         env, sim = self.env.env, self.env.sim
         m, d = sim.model, sim.data
         if self._geoms is None or self._geoms[0] is not m:
-            self._geoms = (m, self._body_geoms())
+            self._geoms = (m, self._body_geoms(), self._part_geoms())
         objects = {}
         for name, (body, geoms) in self._geoms[1].items():
             centre, size = _world_aabb(m, d, geoms, body)
             objects[name] = ObjectState(name, centre, np.array(d.body_xquat[body], float),
                                         size, shape="mesh")
+        for name, (joint, body, geoms) in self._geoms[2].items():
+            centre, size = _world_aabb(m, d, geoms, body)
+            objects[name] = ObjectState(name, centre, _quat_x_to(d.xaxis[joint]), size,
+                                        shape="mesh")
         for name in env.object_sites_dict:
             try:
                 site = m.site_name2id(name)
@@ -365,6 +372,24 @@ class LiberoBackend(SimBackend):
                 out[roots[body]][1].append(g)
         return out
 
+    def _part_geoms(self) -> dict:
+        """{"<object>/<joint>": (joint id, moving body, its collision geoms and its
+        descendants')} of every hinge and slide joint of the task's objects and fixtures (a
+        drawer, a stove's knob, a microwave's door)."""
+        env, m = self.env.env, self.env.sim.model
+        owners = [*env.objects_dict, *env.fixtures_dict]
+        parts = {}
+        for j in range(m.njnt):
+            name = m.joint_id2name(j) or ""
+            if m.jnt_type[j] not in (2, 3) or not any(name.startswith(o + "_") for o in owners):
+                continue  # 2 slide, 3 hinge
+            root = int(m.jnt_bodyid[j])
+            geoms = [g for g in range(m.ngeom) if (m.geom_contype[g] or m.geom_conaffinity[g])
+                     and _descends(m, int(m.geom_bodyid[g]), root)]
+            owner = max((o for o in owners if name.startswith(o + "_")), key=len)
+            parts[f"{owner}/{name[len(owner) + 1:]}"] = (j, root, geoms)
+        return parts
+
     @property
     def time(self) -> float:
         return self.steps * self.control_period
@@ -373,6 +398,22 @@ class LiberoBackend(SimBackend):
         if self.env is not None:
             self.env.close()
             self.env = None
+
+
+def _descends(m, body: int, root: int) -> bool:
+    while body != root and body != 0:
+        body = int(m.body_parentid[body])
+    return body == root
+
+
+def _quat_x_to(axis) -> np.ndarray:
+    """(w, x, y, z) of the shortest rotation taking +x onto `axis` (a joint's axis)."""
+    a = np.asarray(axis, float) / max(np.linalg.norm(axis), 1e-12)
+    w = 1.0 + a[0]  # 1 + x . a
+    if w < 1e-9:  # opposite: half a turn about z
+        return np.array([0.0, 0.0, 0.0, 1.0])
+    q = np.array([w, 0.0, -a[2], a[1]])  # cross(x, a) = (0, -a_z, a_y)
+    return q / np.linalg.norm(q)
 
 
 def _world_aabb(m, d, geoms, body) -> tuple[np.ndarray, np.ndarray]:

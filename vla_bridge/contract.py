@@ -245,7 +245,7 @@ STATUS_KINDS = {
 STATUS_FIELDS = {"message": (str,), "reason": (str,), "timing": (dict,), "latency_ms": (dict,),
                  "inference_ms": _NUMBER, "overhead_ms": _NUMBER, "tick": (int,),
                  "calls": (int,), "call": (int,), "charged_latency_ms": (list,),
-                 "observation_period": (int,)}
+                 "observation_period": (int,), "note": (str,)}
 
 
 def check_control(payload: dict, require=(), task_keys=()) -> dict:

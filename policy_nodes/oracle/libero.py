@@ -1,28 +1,35 @@
-"""A privileged, scripted LIBERO policy: pick-and-place over the objects' poses, through the
-OSC controller's end-effector deltas (`contract.LIBERO_PANDA` actions). It proves the tasks
-are solvable through the graph; it is not a learned policy.
+"""A privileged, scripted LIBERO policy: pick-and-place and knob turning over the objects'
+poses, through the OSC controller's end-effector deltas (`contract.LIBERO_PANDA` actions). It
+proves the tasks are solvable through the graph; it is not a learned policy.
 
-It reads the task's BDDL goal (the begin message's `task["goal"]`, from the catalog) and the
-privileged world state (`LiberoBackend.world_state`: objects' bounding boxes, region sites,
-the end effector). Each `on`/`in` goal predicate becomes one pick-and-place, in order:
+It reads the task's BDDL goal (the begin message's `task["goal"]`, from the catalog; with
+`follow="cue"` the `cue_task`'s under a LIBERO-VIFO protocol) and the privileged world state
+(`LiberoBackend.world_state`: objects' bounding boxes, region sites, articulated parts, the end
+effector). Placements come first, then knobs; each goal is a table of phases (`Phase`):
 
-1. above the object, 2. down to the grasp point, 3. close, 4. lift above what lies along the way,
-5. over the target, 6. down until the object is just above it, 7. open, 8. up.
+* `on` / `in` (`PICK_AND_PLACE`): 1. above the object, 2. down to the grasp point, 3. close,
+  4. lift above what lies along the way, 5. over the target, 6. down until the object is just
+  above it, 7. open, 8. up;
+* `turnon` (`TURN_KNOB`): above the object's knob (its articulated part), down, close, turn the
+  wrist by TWIST_RAD about the vertical (the knob's hinge), open, up.
 
 Grasps are top-down with the fingers closing along world y (the Panda's home orientation):
 bowls by the rim (the gripper centre on the wall, so each finger's 4 cm stroke reaches it;
 on the side with more room), others at their centre, the gripper turned 90 degrees about z
 when the object is narrower along x than along y. Each call returns `chunk_size` actions
 toward the current waypoint (a proportional step, clipped to the controller's [-1, 1]);
-orientation is held to the episode's first one (plus the grasp's yaw) the same way. A motion
-phase ends on a measured position (the first action of a call) within REACHED_M of its
-waypoint, or within STALL_NEAR_M when it stopped moving; a gripper phase after GRIP_STEPS
-actions. Goals it has no plan for (`open`, `close`, `turnon`, ...) are skipped
-(it holds still when none is left); `note` says which.
+orientation is held to the episode's first one (plus the grasp's yaw and a begun twist) the
+same way. A motion phase ends on a measured position (the first action of a call) within
+REACHED_M of its waypoint, or within STALL_NEAR_M when it stopped moving; a gripper phase
+after GRIP_STEPS actions, a twist after TWIST_STEPS. Goals it has no plan for (`open`,
+`close`: a drawer handle leaves a 1.6 cm slot that a top-down Panda finger does not fit, and
+the drawer above is in the way) are skipped (it holds still when none is left); `note` says
+which.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,6 +45,33 @@ STALL_M, STALL_NEAR_M = 0.002, 0.03
 GRIP_STEPS = 12  # steps the gripper is given to close or open
 RIM_WALL_M = 0.007  # from a bowl's outer radius to its wall: the gripper centre goes there
 PICKABLE_PREDICATES = ("on", "in")
+TURN_PREDICATES = ("turnon",)
+PLANNED_PREDICATES = PICKABLE_PREDICATES + TURN_PREDICATES
+TWIST_RAD = 1.3  # a knob turned this far is on (LIBERO's flat stove: from 0.5 rad)
+TWIST_STEPS = 25  # steps the wrist is given to turn it
+TWIST_RATE = 0.3  # at most this much of the controller's rotation step per action
+KNOB_GRIP_DEPTH_M = 0.015  # below the knob's top where the fingers close
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One step of a plan: move to (or hold at) the plan's point `point` with the gripper at
+    `gripper` (1 = open); `kind` "move" ends within REACHED_M (or stalled), "loose" within
+    twice that (moves through free space), "grip" after GRIP_STEPS, "twist" (turn the wrist
+    by the plan's `twist`) after TWIST_STEPS."""
+    name: str
+    point: str
+    gripper: float
+    kind: str = "move"
+
+
+PICK_AND_PLACE = (Phase("approach", "above", 1.0), Phase("descend", "grasp", 1.0),
+                  Phase("close", "grasp", 0.0, "grip"), Phase("lift", "lift", 0.0, "loose"),
+                  Phase("carry", "carry", 0.0, "loose"), Phase("lower", "place", 0.0),
+                  Phase("release", "place", 1.0, "grip"), Phase("retreat", "retreat", 1.0, "loose"))
+TURN_KNOB = (Phase("approach", "above", 1.0), Phase("descend", "grasp", 1.0),
+             Phase("close", "grasp", 0.0, "grip"), Phase("twist", "grasp", 0.0, "twist"),
+             Phase("release", "grasp", 1.0, "grip"), Phase("retreat", "above", 1.0, "loose"))
 
 
 def axis_angle_to_matrix(v) -> np.ndarray:
@@ -88,6 +122,7 @@ class LiberoOracle(PolicyBackend):
         self.plan: dict | None = None
         self.home_rot: np.ndarray | None = None
         self.counter = 0
+        self.twisted = False  # the plan's wrist turn has begun (it is kept from then on)
         self.last_measured: np.ndarray | None = None  # the previous call's position
 
     def set_instruction(self, instruction: str, task: dict | None = None,
@@ -97,8 +132,10 @@ class LiberoOracle(PolicyBackend):
         `follow="cue"` the `cue_task`'s goal when the episode shows a cue."""
         source = cue_task if self.follow == "cue" and cue_task is not None else (task or {})
         goals = list(source.get("goal") or [])
-        self.goals = [g for g in goals if g and g[0] in PICKABLE_PREDICATES]
-        skipped = [g for g in goals if not g or g[0] not in PICKABLE_PREDICATES]
+        # placements first (closing a drawer comes after putting something in it)
+        self.goals = sorted((g for g in goals if g and g[0] in PLANNED_PREDICATES),
+                            key=lambda g: g[0] not in PICKABLE_PREDICATES)
+        skipped = [g for g in goals if not g or g[0] not in PLANNED_PREDICATES]
         self.note = (f"no plan for {' '.join(map(str, skipped[0]))!r}" if skipped else "")
         if not goals:
             self.note = ("the language names no task" if task and "goals" in task
@@ -107,8 +144,25 @@ class LiberoOracle(PolicyBackend):
 
     # ------------------------------------------------------------------ planning
     def _new_plan(self, world) -> dict:
+        if self.goals[0][0] in TURN_PREDICATES:
+            return self._knob_plan(world, self.goals[0][1])
+        return self._pick_and_place_plan(world)
+
+    def _knob_plan(self, world, owner: str) -> dict:
+        """Grasp the knob of `owner` from above, turn the wrist by TWIST_RAD, let go."""
+        parts = [o for name, o in world.objects.items() if name.startswith(owner + "/")]
+        if not parts:
+            raise ValueError(f"{owner} has no articulated part in the world state to turn")
+        knob = min(parts, key=lambda o: float(np.prod(o.size)))
+        top = knob.pos[2] + knob.size[2] / 2
+        grasp = np.array([*knob.pos[:2], top - KNOB_GRIP_DEPTH_M])
+        return {"phases": TURN_KNOB, "yaw": 0.0, "twist": TWIST_RAD,
+                "above": np.array([*knob.pos[:2], top + 0.08]), "grasp": grasp}
+
+    def _pick_and_place_plan(self, world) -> dict:
         pred, obj_name, target_name = self.goals[0][:3]
-        objects = world.objects
+        # whole objects (an articulated part, "<object>/<joint>", is inside its object's box)
+        objects = {n: o for n, o in world.objects.items() if "/" not in n}
         obj, target = objects[obj_name], objects[target_name]
         top = obj.pos[2] + obj.size[2] / 2
         bottom = obj.pos[2] - obj.size[2] / 2
@@ -138,52 +192,47 @@ class LiberoOracle(PolicyBackend):
                                  and _near_path(o, grasp[:2], dest_xy, margin=0.08)])
         lift_z = min(max(clearance, dest_top) + hang + 0.05, clearance + 0.25)
         offset = grasp[:2] - obj.pos[:2]  # keep the object centred over the target
-        return {"object": obj_name, "target": target_name, "grasp": grasp, "yaw": yaw,
-                "lift_z": lift_z, "above": np.array([*grasp[:2], top + 0.08]),
-                "place": np.array([*(dest_xy + offset), dest_top + hang + 0.02])}
+        place = np.array([*(dest_xy + offset), dest_top + hang + 0.02])
+        return {"phases": PICK_AND_PLACE, "object": obj_name, "target": target_name,
+                "grasp": grasp, "yaw": yaw, "twist": 0.0,
+                "above": np.array([*grasp[:2], top + 0.08]), "place": place,
+                "lift": np.array([*grasp[:2], lift_z]), "carry": np.array([*place[:2], lift_z]),
+                "retreat": np.array([*place[:2], lift_z])}
 
     def _waypoint(self, pos: np.ndarray, measured: bool) -> tuple[np.ndarray, float]:
         """The current phase's target position and gripper (1 = open), advancing phases
-        that are done: a motion phase only on a measured position (the chunk's first action),
-        a gripper phase after GRIP_STEPS actions."""
+        that are done (`Phase.kind`): a motion phase only on a measured position (the chunk's
+        first action), a gripper or twist phase after its number of actions."""
         p = self.plan
+        phases = p["phases"]
+        names = [ph.name for ph in phases]
         while True:
-            ph = self.phase
-            if ph == "approach":
-                wp, g = p["above"], 1.0
-            elif ph == "descend":
-                wp, g = p["grasp"], 1.0
-            elif ph == "close":
-                wp, g = p["grasp"], 0.0
-            elif ph == "lift":
-                wp, g = np.array([*p["grasp"][:2], p["lift_z"]]), 0.0
-            elif ph == "carry":
-                wp, g = np.array([*p["place"][:2], p["lift_z"]]), 0.0
-            elif ph == "lower":
-                wp, g = p["place"], 0.0
-            elif ph == "release":
-                wp, g = p["place"], 1.0
-            elif ph == "retreat":
-                wp, g = np.array([*p["place"][:2], p["lift_z"]]), 1.0
-            else:
+            if self.phase not in names:
                 return pos, 1.0
-            tolerance = REACHED_M * (2 if ph in ("lift", "carry", "retreat") else 1)
-            error = float(np.linalg.norm(wp - pos))
-            stalled = (self.last_measured is not None and error < STALL_NEAR_M
-                       and np.linalg.norm(pos - self.last_measured) < STALL_M)
-            done = (self.counter >= GRIP_STEPS if ph in ("close", "release")
-                    else measured and (error < tolerance or stalled))
-            if not done:
+            ph = phases[names.index(self.phase)]
+            wp, g = p[ph.point], ph.gripper
+            self.twisted = self.twisted or ph.kind == "twist"
+            if not self._phase_done(ph, wp, pos, measured):
                 return wp, g
             self.counter = 0
-            order = ["approach", "descend", "close", "lift", "carry", "lower", "release", "retreat"]
-            nxt = order.index(ph) + 1
-            if nxt == len(order):  # this goal is placed: the next one, or hold
+            nxt = names.index(ph.name) + 1
+            if nxt == len(phases):  # this goal is done: the next one, or hold
                 self.goals.pop(0)
-                self.plan = None
+                self.plan, self.twisted = None, False
                 self.phase = "approach" if self.goals else "done"
                 return pos, 1.0
-            self.phase = order[nxt]
+            self.phase = phases[nxt].name
+
+    def _phase_done(self, ph: Phase, wp: np.ndarray, pos: np.ndarray, measured: bool) -> bool:
+        if ph.kind == "grip":
+            return self.counter >= GRIP_STEPS
+        if ph.kind == "twist":
+            return self.counter >= TWIST_STEPS
+        tolerance = REACHED_M * (2 if ph.kind == "loose" else 1)
+        error = float(np.linalg.norm(wp - pos))
+        stalled = (self.last_measured is not None and error < STALL_NEAR_M
+                   and np.linalg.norm(pos - self.last_measured) < STALL_M)
+        return measured and (error < tolerance or stalled)
 
     def predict(self, observation: Observation) -> np.ndarray:
         state = np.asarray(observation.state, float)
@@ -194,7 +243,9 @@ class LiberoOracle(PolicyBackend):
             return np.tile([0, 0, 0, 0, 0, 0, 1.0], (self.chunk_size, 1))
         if self.plan is None:  # the next goal (planned on this observation's world)
             self.plan = self._new_plan(observation.world)
-        goal_rot = rot_z(self.plan["yaw"]) @ self.home_rot
+        def goal_rot():  # the grasp's yaw, plus the twist once it began
+            return rot_z(self.plan["yaw"] + (self.plan["twist"] if self.twisted else 0.0)) \
+                @ self.home_rot
         actions = []
         # open-loop inside a chunk: predict the end effector moving toward the waypoint
         sim_pos = pos.copy()
@@ -210,9 +261,10 @@ class LiberoOracle(PolicyBackend):
                 actions.append([0, 0, 0, 0, 0, 0, 1.0])
                 continue
             step = np.clip((wp - sim_pos) / POS_SCALE, -1.0, 1.0)
-            rot_err = matrix_to_axis_angle(goal_rot @ rot.T)
-            actions.append([*step, *np.clip(rot_err / ROT_SCALE, -1.0, 1.0), g])
-            if self.phase in ("close", "release"):
+            rot_err = matrix_to_axis_angle(goal_rot() @ rot.T)
+            limit = TWIST_RATE if self.phase == "twist" else 1.0  # turn a gripped knob slowly
+            actions.append([*step, *np.clip(rot_err / ROT_SCALE, -limit, limit), g])
+            if self.phase in ("close", "release", "twist"):
                 self.counter += 1
             sim_pos = sim_pos + step * POS_SCALE * 0.5  # the controller closes ~half the gap
         return np.array(actions, float)

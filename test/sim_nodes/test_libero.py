@@ -136,6 +136,16 @@ def test_success_per_task_and_suite_with_wilson_intervals():
     assert s["tasks"]["libero_object/1"]["episodes"] == 3
     assert set(s["failures"]) == {"libero_object/1/1", "libero_object/1/2"}
     assert "libero_object" in P.format_summary(s)
+    rows[-1]["policy_note"] = "no plan for 'open wooden_cabinet_1_top_region'"
+    failures = P.summarize(rows)["failures"]
+    assert failures["libero_object/1/2"] == ("step budget spent; the policy: no plan for "
+                                             "'open wooden_cabinet_1_top_region'")
+    report = P.report_markdown(P.summarize(rows), {"policy": "libero_oracle",
+                                                   "cue_protocol": "conflict",
+                                                   "cue_family": "F1"},
+                               cue_table="AVF ...", skipped={"libero_10/4/0": "no partner"})
+    assert "cue protocol `conflict` F1" in report and "## LIBERO-VIFO metrics" in report
+    assert "- `libero_10/4/0`: no partner" in report and "the policy: no plan for" in report
 
 
 def test_the_libero_graph_is_in_the_launch_table():
@@ -457,10 +467,24 @@ def test_oracle_rotations_and_goals_it_has_no_plan_for():
         v *= rng.uniform(0.01, 3.1) / np.linalg.norm(v)
         np.testing.assert_allclose(O.matrix_to_axis_angle(O.axis_angle_to_matrix(v)), v, atol=1e-9)
     oracle = O.LiberoOracle(chunk_size=5)
-    oracle.set_instruction("turn on the stove", {"goal": [["turnon", "flat_stove_1"]]})
-    assert oracle.phase == "hold" and oracle.note == "no plan for 'turnon flat_stove_1'"
+    oracle.set_instruction("open the drawer", {"goal": [["open", "wooden_cabinet_1_top_region"]]})
+    assert oracle.phase == "hold" and oracle.note == "no plan for 'open wooden_cabinet_1_top_region'"
     obs = Observation(state=np.array([0, 0, 1, np.pi, 0, 0, 0.04, -0.04]))
     assert oracle.predict(obs).tolist() == [[0, 0, 0, 0, 0, 0, 1.0]] * 5  # holds, open
+    # placements first, then the knob; a drawer to close is skipped and named
     oracle.set_instruction("two goals", {"goal": [["turnon", "flat_stove_1"],
-                                                  ["on", "moka_pot_1", "flat_stove_1"]]})
-    assert oracle.phase == "approach" and oracle.goals == [["on", "moka_pot_1", "flat_stove_1"]]
+                                                  ["on", "moka_pot_1", "flat_stove_1"],
+                                                  ["close", "microwave_1"]]})
+    assert oracle.phase == "approach" and oracle.goals == [["on", "moka_pot_1", "flat_stove_1"],
+                                                           ["turnon", "flat_stove_1"]]
+    assert oracle.note == "no plan for 'close microwave_1'"
+    # the LIBERO-VIFO protocols: the language task, the cue's with follow="cue", none at all
+    follower = O.LiberoOracle(follow="cue")
+    follower.set_instruction("put the bowl on the plate", {"goal": [["on", "a_1", "b_1"]]},
+                             cue_task={"goal": [["turnon", "flat_stove_1"]]})
+    assert follower.goals == [["turnon", "flat_stove_1"]]
+    quiet = O.LiberoOracle()
+    quiet.set_instruction("", {"goal": None, "goals": {"cue": [["on", "a_1", "b_1"]]}})
+    assert quiet.phase == "hold" and quiet.note == "the language names no task"
+    with pytest.raises(ValueError, match="follow must be one of"):
+        O.LiberoOracle(follow="both")

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from vla_bridge.benchmarks.libero.protocol import failure_reason
+
 REPO = Path(__file__).resolve().parents[2]
 LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
 
@@ -99,18 +101,6 @@ def speed(suites: str, tasks: str, inits: str, graph: bool = True) -> int:
         if not r.get("success"):
             print(f"  failed {r['episode']} ({r['instruction']}): {failure_reason(r)}")
     return 0
-
-
-def failure_reason(row: dict) -> str:
-    """Why the oracle failed an episode, as far as the task says: a goal it has no plan for,
-    else the sim's reason (its pick-and-place did not satisfy LIBERO's predicates in time)."""
-    from vla_bridge.policy_nodes.oracle.libero import PICKABLE_PREDICATES
-    from vla_bridge.benchmarks.libero.protocol import load_catalog
-    goal = load_catalog()[row["suite"]][row["task_index"]]["goal"]
-    unplanned = [" ".join(g) for g in goal if g[0] not in PICKABLE_PREDICATES]
-    if unplanned and row.get("policy", "libero_oracle") == "libero_oracle":
-        return f"no oracle plan for {', '.join(repr(u) for u in unplanned)}; {row.get('reason')}"
-    return f"pick-and-place of {', '.join(' '.join(g) for g in goal)}: {row.get('reason')}"
 
 
 if __name__ == "__main__":

@@ -196,6 +196,8 @@ class LiberoEvaluatorNode(Node):
             if self.embodiment is None:
                 self.check_embodiment(ready)
             held = [r for r, v in (ready["sim"].get("held_at_start") or {}).items() if v]
+            if ready["policy"].get("note"):  # what the policy said it cannot do
+                row["policy_note"] = ready["policy"]["note"]
             t1 = time.perf_counter()
             self.send({"kind": C.CONTROL_START, "episode": ct.key})
             done = self.wait_for({"sim": C.STATUS_DONE}, timeout, ct.key)["sim"]

@@ -124,7 +124,15 @@ def summarize(rows: list[dict]) -> dict:
     return {"suites": {s: _stats(v) for s, v in suites.items()},
             "tasks": {t: {**_stats(v), "name": v[0].get("name", "")} for t, v in tasks.items()},
             "overall": _stats(rows),
-            "failures": {r["episode"]: r.get("reason", "") for r in rows if not r.get("success")}}
+            "failures": {r["episode"]: failure_reason(r) for r in rows if not r.get("success")}}
+
+
+def failure_reason(row: dict) -> str:
+    """Why an episode failed: the sim's reason, plus what the policy said it could not do
+    (`policy_note`, e.g. the LIBERO oracle's goal without a plan)."""
+    reason = row.get("reason", "")
+    note = row.get("policy_note")
+    return f"{reason}; the policy: {note}" if note else reason
 
 
 def format_summary(summary: dict) -> str:
