@@ -399,6 +399,28 @@ def test_libero_vifo_protocols_through_the_graph(tmp_path):
     assert "cannot resume" in said and "'family': 'F2'" in said and "'family': 'F1'" in said
 
 
+def test_junk_protocol_input_is_rejected_with_one_clear_error():
+    """A begin task's malformed goals, and a run's unknown cue family or protocol, are refused
+    naming the problem before anything runs."""
+    from vla_bridge.sim_nodes.libero_node import watched_goals
+    from vla_bridge.evaluation.libero_evaluator_node import PARAMS, LiberoEvaluatorNode
+    assert watched_goals({"scene": "libero_goal"}) == (None, None)
+    goals = {"language": [["on", "a_1", "b_1"]], "cue": [["turnon", "flat_stove_1"]]}
+    assert watched_goals({"goals": goals, "end_on": "cue"}) == (goals, "cue")
+    for junk, says in (({"hijack": [["on", "a", "b"]]}, "must map 'language' / 'cue'"),
+                       ({"cue": "turn on the stove"}, "list of predicates"),
+                       ({"cue": [["on", "a_1", 3]]}, "list of predicates"),
+                       ({"cue": []}, "list of predicates")):
+        with pytest.raises(ValueError, match=says):
+            watched_goals({"goals": junk})
+    for params, says in (({"cue_protocol": "authorized", "cue_family": "F9"}, "F9"),
+                         ({"cue_protocol": "hijack", "cue_family": "F1"}, "unknown cue protocol"),
+                         ({"cue_protocol": "authorized", "cue_family": ""}, "needs cue_family")):
+        stub = SimpleNamespace(p={**PARAMS, "suites": "libero_goal", "tasks": "1", **params})
+        with pytest.raises(ValueError, match=says):
+            LiberoEvaluatorNode.plan(stub, P.load_catalog())
+
+
 def test_libero_gripper_on_the_openpi_wire_round_trips():
     from vla_bridge.policy_nodes import openpi_backend as ob
     chunk = np.zeros((3, 7))

@@ -193,10 +193,6 @@ class LiberoCueTrial:
         return task_id(self.trial.suite, self.trial.task_index) if self.family else None
 
     @property
-    def episode(self) -> str:
-        return self.trial.episode
-
-    @property
     def end_role(self) -> str | None:
         """The task whose success ends the episode: the one the protocol asks for (None
         without a protocol: the loaded task's own, LIBERO's success)."""
