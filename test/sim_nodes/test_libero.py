@@ -421,6 +421,33 @@ def test_junk_protocol_input_is_rejected_with_one_clear_error():
             LiberoEvaluatorNode.plan(stub, P.load_catalog())
 
 
+def test_a_dead_or_departed_node_stops_the_libero_run_with_its_reason(monkeypatch):
+    """The launcher's `died` event stops the run naming the node, a `restarted` one fails the
+    episode in flight, and a sim or policy gone from the graph past GONE_AFTER_S stops it."""
+    from vla_bridge.evaluation import libero_evaluator_node as E
+    events = [[{"event": "died", "node": "sim_node", "how": "signal 9 (SIGKILL)"}]]
+    count = {"n": 2}
+    stub = SimpleNamespace(events=SimpleNamespace(poll=lambda: events.pop(0) if events else []),
+                           pub_control=SimpleNamespace(get_subscription_count=lambda: count["n"]),
+                           missing_since=None)
+    with pytest.raises(E.GraphBroken, match=r"sim_node died \(signal 9 \(SIGKILL\)\)"):
+        E.LiberoEvaluatorNode.check_graph(stub)
+    events.append([{"event": "restarted", "node": "policy_node", "how": "code 1"}])
+    with pytest.raises(RuntimeError, match="policy_node restarted .*episode is lost") as err:
+        E.LiberoEvaluatorNode.check_graph(stub)
+    assert not isinstance(err.value, E.GraphBroken)
+    count["n"] = 1  # the policy left the graph
+    clock = {"t": 100.0}
+    monkeypatch.setattr(E.time, "monotonic", lambda: clock["t"])
+    E.LiberoEvaluatorNode.check_graph(stub)  # just noticed: not yet
+    clock["t"] += E.GONE_AFTER_S + 1
+    with pytest.raises(E.GraphBroken, match="left the graph"):
+        E.LiberoEvaluatorNode.check_graph(stub)
+    count["n"] = 2
+    E.LiberoEvaluatorNode.check_graph(stub)
+    assert stub.missing_since is None  # back: the clock resets
+
+
 def test_libero_gripper_on_the_openpi_wire_round_trips():
     from vla_bridge.policy_nodes import openpi_backend as ob
     chunk = np.zeros((3, 7))
