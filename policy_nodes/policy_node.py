@@ -22,7 +22,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
-from vla_bridge.ros import messages
+from vla_bridge.ros import messages, reach
 from vla_bridge.policy_nodes.backend import Observation
 from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.registry import make_policy
@@ -64,6 +64,8 @@ class PolicyNode(Node):
             self._publish_chunk, self.status, self.get_logger().error, p["async_inference"])
         self.chunking.action_dim = self.embodiment.action_dim
         self.heartbeat = Heartbeat(self, HEARTBEAT_PERIOD_S)
+        self.ready_gate = reach.ReadyGate(self, self.reach_checks)
+        self.ready_fields: dict | None = None  # the episode's ready, once its reset worked
         self.get_logger().info(f"policy node ready: backend={p['backend']}")
 
     def _make_io(self, image_source: str) -> None:
@@ -89,7 +91,8 @@ class PolicyNode(Node):
                                  messages.qos_profile(qos))
 
     def status(self, kind: str, **fields) -> None:
-        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
+        fields.setdefault("episode", self.episode)
+        self.pub_status.publish(messages.json_msg({"kind": kind, **fields}))
 
     # ------------------------------------------------------------------ episodes
     def on_control(self, msg: String) -> None:
@@ -98,6 +101,9 @@ class PolicyNode(Node):
         ctl = messages.parse_control(msg, self.get_logger(), require=BEGIN_NEEDS)
         if ctl is None or ctl["kind"] != C.CONTROL_BEGIN:
             return
+        if ctl["episode"] == self.episode and self.ready_fields is not None:
+            self.answer_ready()  # asked again (a lost begin or ready): no second reset
+            return
         try:
             self.begin(ctl)
         except Exception as exc:  # noqa: BLE001 - never die on one request
@@ -105,6 +111,7 @@ class PolicyNode(Node):
 
     def begin(self, ctl: dict) -> None:
         self.episode, self.calls, self.parts = ctl["episode"], 0, {}
+        self.ready_fields = None
 
         def prepare():
             self.policy.reset()
@@ -120,8 +127,19 @@ class PolicyNode(Node):
             self.status(C.STATUS_ERROR, message=f"policy reset failed: {exc}")
             return
         note = getattr(self.policy, "note", "")  # e.g. a goal a scripted policy cannot plan
-        self.status(C.STATUS_READY, embodiment=self.embodiment.name,
-                    **({"note": note} if isinstance(note, str) and note else {}))
+        self.ready_fields = {"embodiment": self.embodiment.name,
+                             **({"note": note} if isinstance(note, str) and note else {})}
+        self.answer_ready()
+
+    def answer_ready(self) -> None:
+        """Send ``ready`` once the status reaches the evaluator and the chunks the sim
+        (``vla_bridge.ros.reach``)."""
+        episode, fields = self.episode, dict(self.ready_fields)
+        self.ready_gate.answer(lambda: self.status(C.STATUS_READY, episode=episode, **fields))
+
+    def reach_checks(self) -> list:
+        return [(self.pub_status, reach.publishing_nodes(self, C.TOPIC_EPISODE_CONTROL)),
+                (self.pub_chunk, reach.publishing_nodes(self, C.TOPIC_JOINT_STATES))]
 
     # ------------------------------------------------------------------ observation parts
     def _part(self, stamp) -> tuple[int, dict]:

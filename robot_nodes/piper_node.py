@@ -371,7 +371,10 @@ class PiperNode(Node):
             return
         kind = ctl.get("kind")
         with self._lock:
-            if kind == C.CONTROL_BEGIN:
+            if kind == C.CONTROL_BEGIN and str(ctl.get("episode")) == self.episode:
+                # asked again (a lost begin or ready): answer, reset nothing mid-episode
+                self.status(C.STATUS_READY, tick=self.ticks, stamp=self.stamp())
+            elif kind == C.CONTROL_BEGIN:
                 self.episode = str(ctl.get("episode"))
                 self.calls = 0
                 self.max_calls = int(ctl["max_policy_calls"]) if "max_policy_calls" in ctl else None

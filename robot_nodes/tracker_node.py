@@ -15,8 +15,9 @@ Publishes
                 fixed when the episode starts)
   episode status  the full protocol for the evaluator, from the robot's minimal one:
                 ready (first frame's stamp) / chunk_done / done with `ticks` = frames - 1 /
-                error, and an error at begin when the table is not calibrated, no joint
-                commands arrive, or an object the task names is not tracked. The publisher
+                error, and an error at begin when, `ready_wait_s` after the robot's ready,
+                the table is still not calibrated, no joint commands arrived, or an object
+                the task names is not tracked. The publisher
                 appears only once the robot node is up (the evaluator starts on seeing it);
                 a robot status that overtakes its `begin` is kept for it; a robot that makes
                 no progress for `stall_timeout_s` fails the episode (the continuous frames
@@ -63,6 +64,9 @@ DEFAULTS = {
     # long fails with an error: the frames it keeps sending would otherwise count as progress
     "stall_timeout_s": 60.0,
     "robot_settle_s": 1.0,  # robot node seen this long before the evaluator may start
+    # the robot is ready but the table is not calibrated yet (the cameras have just started)
+    # or a task object is not seen: wait this long for it before the trial fails
+    "ready_wait_s": 5.0,
 }
 TASK_OBJECT_KEYS = ("source", "anchor")  # task fields that name tracked objects
 
@@ -90,6 +94,8 @@ class TrackerNode(Node):
         self.episode: str | None = None
         self.task: dict = {}
         self.recording = False
+        self.ready_stamp = 0.0  # the stamp of the episode's ready (sent again on a repeat)
+        self.ready_asked: float | None = None  # when the robot said ready, while not yet ours
         self.fields = None
         self.object_order: list[str] = []
         self.pending: list[np.ndarray] = []
@@ -140,6 +146,7 @@ class TrackerNode(Node):
                                      q(C.QOS_EVENTS))
             self.create_timer(float(self.p["frame_flush_period_s"]), self.flush)
             self.create_timer(1.0, self.check_stall)
+            self.create_timer(0.1, self.retry_ready)
 
     # ------------------------------------------------------------------ camera
     def on_camera_info(self, msg: CameraInfo) -> None:
@@ -250,16 +257,19 @@ class TrackerNode(Node):
         if ctl is None:
             return
         kind = ctl.get("kind")
+        if kind == C.CONTROL_BEGIN and str(ctl.get("episode")) == self.episode:
+            return  # asked again (a lost begin or ready): the robot node answers it
         if kind == C.CONTROL_BEGIN:
             self.flush()
             self.episode = str(ctl.get("episode"))
             self.task = ctl.get("task") or {}
             self.recording, self.fields, self.rows, self.pending = False, None, 0, []
+            self.ready_asked = None
             for status in self.early.pop(self.episode, []):
                 self.handle_robot_status(status)
         elif kind == C.CONTROL_END and ctl.get("episode") == self.episode:
             self.flush()
-            self.recording = False
+            self.recording, self.ready_asked = False, None
             self.episode = None
 
     def on_robot_status(self, msg: String) -> None:
@@ -279,8 +289,11 @@ class TrackerNode(Node):
     def handle_robot_status(self, status: dict) -> None:
         kind = status.get("kind")
         self.robot_progress = time.monotonic()
-        if kind == C.STATUS_READY:
-            self.start_recording()
+        if kind == C.STATUS_READY and self.recording:  # the robot answered a begin again
+            self.status(C.STATUS_READY, tick=0, stamp=self.ready_stamp)
+        elif kind == C.STATUS_READY and self.ready_asked is None:
+            self.ready_asked = time.monotonic()
+            self.retry_ready()
         elif kind == C.STATUS_CHUNK_DONE and self.recording:
             self.flush()
             self.status(C.STATUS_CHUNK_DONE, tick=max(self.rows - 1, 0),
@@ -305,12 +318,23 @@ class TrackerNode(Node):
             self.get_logger().error(f"episode {self.episode}: {message}")
             self.status(C.STATUS_ERROR, message=message)
 
-    def start_recording(self) -> None:
+    def retry_ready(self) -> None:
+        """The robot is ready: start recording once the tracker is too (calibrated, joint
+        commands heard, the task's objects seen), or fail the trial after `ready_wait_s`."""
+        if self.ready_asked is None:
+            return
         problem = self.readiness_problem()
+        waited = time.monotonic() - self.ready_asked
+        if problem and waited < float(self.p["ready_wait_s"]):
+            return
+        self.ready_asked = None
         if problem:
-            self.get_logger().error(f"episode {self.episode}: {problem}")
+            self.get_logger().error(f"episode {self.episode}: {problem} (waited {waited:.0f} s)")
             self.status(C.STATUS_ERROR, message=problem)
             return
+        self.start_recording()
+
+    def start_recording(self) -> None:
         self.object_order = [n for n in self.config.object_names() if n in self.objects]
         stamp = self.command[0]
         self.fields = messages.frame_fields(len(C.JOINT_NAMES), self.world(stamp, self.object_order))
@@ -318,6 +342,7 @@ class TrackerNode(Node):
         self.recording = True
         self.record_row()
         self.flush()
+        self.ready_stamp = stamp
         self.status(C.STATUS_READY, tick=0, stamp=stamp)
 
     def readiness_problem(self) -> str:

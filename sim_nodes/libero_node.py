@@ -32,7 +32,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
-from vla_bridge.ros.episode_control import control_handler
+from vla_bridge.ros.episode_control import control_handler, sim_ready_gate
 from vla_bridge.sim_nodes.libero_backend import EMBODIMENT, LiberoBackend
 from vla_bridge.sim_nodes.libero_session import REPLAN_STEPS, LiberoSession
 
@@ -73,14 +73,18 @@ class LiberoSimNode(Node):
         self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK,
                                  messages.guarded(self, self.on_chunk, "action chunk"),
                                  q(C.QOS_COMMAND))
+        self.ready_gate = sim_ready_gate(self, lambda: [
+            self.pub_clock, self.pub_cmd, self.pub_world, *self.pub_images.values(),
+            *self.pub_info.values()])
+        self.ready_fields: dict = {}  # the current episode's ready (a repeated begin gets it again)
         self.get_logger().info(f"LIBERO sim node ready: embodiment={EMBODIMENT.name}")
 
     def now(self) -> float:
         return self.clock_offset + self.session.backend.time
 
     def status(self, kind: str, **fields) -> None:
-        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode,
-                                                   **fields}))
+        fields.setdefault("episode", self.episode)
+        self.pub_status.publish(messages.json_msg({"kind": kind, **fields}))
 
     # ------------------------------------------------------------------ episode control
     def start(self) -> None:
@@ -89,6 +93,12 @@ class LiberoSimNode(Node):
 
     def end(self) -> None:
         self.episode, self.pending_stamp_ns = None, None
+        self.ready_gate.cancel()
+
+    def answer_ready(self) -> None:
+        """Send the episode's ``ready`` once this node's writers reach their readers."""
+        episode, fields = self.episode, dict(self.ready_fields)
+        self.ready_gate.answer(lambda: self.status(C.STATUS_READY, episode=episode, **fields))
 
     def begin(self, ctl: dict) -> None:
         task = ctl["task"]
@@ -103,9 +113,11 @@ class LiberoSimNode(Node):
         self.pending_stamp_ns = None
         backend = self.session.backend
         self.publish_tick()
-        self.status(C.STATUS_READY, tick=0, stamp=self.now(), embodiment=EMBODIMENT.name,
-                    instruction=backend.task.instruction, max_steps=self.session.max_steps,
-                    held_at_start=backend.held_at_start)
+        self.ready_fields = {"tick": 0, "stamp": self.now(), "embodiment": EMBODIMENT.name,
+                             "instruction": backend.task.instruction,
+                             "max_steps": self.session.max_steps,
+                             "held_at_start": backend.held_at_start}
+        self.answer_ready()
 
     # ------------------------------------------------------------------ publishing
     def publish_tick(self) -> None:

@@ -43,7 +43,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
-from vla_bridge.ros.episode_control import control_handler
+from vla_bridge.ros.episode_control import control_handler, sim_ready_gate
 from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
 BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_control)
@@ -89,6 +89,8 @@ class SimNode(Node):
         # scene cue cards' textures (rewritten each episode; the backend keys models by content)
         self.cue_texture_dir = tempfile.mkdtemp(prefix="vla_bridge_sim_cues_")
         self._make_io()
+        self.ready_gate = sim_ready_gate(self, self.episode_writers)
+        self.ready_fields: dict = {}  # the current episode's ready (a repeated begin gets it again)
         if not self.lock_step:
             self.create_timer(self.dt, self.real_time_tick)
         self.get_logger().info(f"sim node ready: backend={p['backend']} lock_step={self.lock_step} "
@@ -135,6 +137,18 @@ class SimNode(Node):
 
     def end(self) -> None:
         self.episode, self.pending_stamp_ns, self.running = None, None, False
+        self.ready_gate.cancel()
+
+    def answer_ready(self) -> None:
+        """Send the episode's ``ready`` once this node's writers reach their readers."""
+        episode, fields = self.episode, dict(self.ready_fields)
+        self.ready_gate.answer(lambda: self.status(C.STATUS_READY, episode=episode, **fields))
+
+    def episode_writers(self) -> list:
+        """The writers an episode needs delivered (the ready gate waits for their readers)."""
+        return [self.pub_clock, self.pub_cmd, self.pub_world, self.pub_frames,
+                *self.pub_images.values(), *self.pub_info.values(), *self.pub_record.values(),
+                self.pub_record_joints, self.pub_record_cmd]
 
     def begin(self, ctl: dict) -> None:
         """Reset the scene for a begin request; the episode is adopted only once the reset
@@ -160,7 +174,8 @@ class SimNode(Node):
         self.publish_tick()
         self.flush_frames()
         self.publish_world(self.now())
-        self.status(C.STATUS_READY, tick=0, stamp=self.now())
+        self.ready_fields = {"tick": 0, "stamp": self.now()}
+        self.answer_ready()
 
     def scene_cues(self, ctl: dict) -> list:
         """The episode's scene-instantiated cue (cue_placement "scene" in the begin message):
@@ -180,7 +195,8 @@ class SimNode(Node):
                                           int(ctl["seed"]), out_dir=self.cue_texture_dir)
 
     def status(self, kind: str, **fields) -> None:
-        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
+        fields.setdefault("episode", self.episode)
+        self.pub_status.publish(messages.json_msg({"kind": kind, **fields}))
 
     # ------------------------------------------------------------------ publishing
     def refresh_listeners(self) -> None:

@@ -19,8 +19,8 @@ from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials
 from vla_bridge.embodiment.episode_record import load_episode
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.direct import run_episode_direct
-from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
-                                            Subscriber, SuiteRun)
+from vla_bridge.evaluation.episodes import (BEGIN_RESEND_S, PARAMS, SPIN_S, GraphBroken,
+                                            LatencyCollector, Subscriber, SuiteRun)
 from vla_bridge.policy_nodes.oracle import OraclePolicy
 from vla_bridge.sim_nodes.session import Budget, SimSession
 
@@ -48,6 +48,9 @@ class Log:
     def info(self, text: str) -> None:
         self.lines.append(("info", text))
 
+    def warning(self, text: str) -> None:
+        self.lines.append(("warning", text))
+
     def error(self, text: str) -> None:
         self.lines.append(("error", text))
 
@@ -68,6 +71,7 @@ class InProcessGraph:
                            C.TOPIC_EPISODE_CONTROL: 1}
         self.subscribers = {C.TOPIC_EPISODE_CONTROL: 2}
         self.offset, self.episode, self.rows = 0.0, None, []
+        self.resets, self.ready_stamp = 0, 0.0  # begins that reset the scene; their ready stamp
 
     # the Graph protocol
     def send(self, message: dict) -> None:
@@ -94,6 +98,11 @@ class InProcessGraph:
 
     # the nodes
     def answer_begin(self, ctl: dict) -> None:
+        if ctl["episode"] == self.episode:  # asked again: answer, do not reset (as the nodes)
+            self.sim_status(C.STATUS_READY, tick=0, stamp=self.ready_stamp)
+            self.policy_status(C.STATUS_READY)
+            return
+        self.resets += 1
         self.episode, task = ctl["episode"], ctl["task"]
         self.offset = self.now() + 1.0  # as the sim node: a gap between episodes
         budget = Budget(ctl["max_policy_calls"], ctl["max_actions_per_call"])
@@ -101,7 +110,8 @@ class InProcessGraph:
                            charged=ctl.get("charged_latency_ms"))  # as the sim node
         self.record_frame()
         self.flush()
-        self.sim_status(C.STATUS_READY, tick=0, stamp=self.now())
+        self.ready_stamp = self.now()
+        self.sim_status(C.STATUS_READY, tick=0, stamp=self.ready_stamp)
         self.policy.reset()
         self.policy.set_instruction(ctl["instruction"], task)
         self.policy_status(C.STATUS_READY)
@@ -181,8 +191,13 @@ def run_json(tmp_path) -> dict:
     return json.loads((tmp_path / "run" / "run.json").read_text())
 
 
-def kinds(graph) -> list[str]:
-    return [m["kind"] for m in graph.sent]
+def kinds(graph, repeats: bool = False) -> list[str]:
+    """The control kinds sent, in order; a begin sent again while the nodes had not answered
+    (BEGIN_RESEND_S) is listed once unless ``repeats``."""
+    sent = [m["kind"] for m in graph.sent]
+    if repeats:
+        return sent
+    return [k for i, k in enumerate(sent) if not (k == "begin" and i and sent[i - 1] == "begin")]
 
 
 # ----------------------------------------------------------------------------- a good episode
@@ -288,10 +303,69 @@ def test_a_silent_or_failing_node_fails_the_episode_and_the_run_goes_on(
     assert rows[0]["intent_score"] == 0.0 and rows[0]["complete"] is False
     assert "policy_latency_ms" not in rows[0] and "episode_file" not in rows[0]
     assert kinds(graph) == sent * 2
+    if "reset" in error:  # the begin went out again every 2 s of the 300 s wait
+        resent = kinds(graph, repeats=True).count("begin") / 2 - 1  # per episode
+        assert 300 / (BEGIN_RESEND_S + 2 * SPIN_S) <= resent <= 300 / BEGIN_RESEND_S
     assert console[0].startswith(f"[1/2] {TASK} r1 seed ") and f"FAILED: {error} (" in console[0]
     if "timed out" in error:  # 300 s without progress on the fake clock, then it gave up
         assert 300.0 < rows[0]["wall_s"] < 301.0 and graph.clock.now - t0 > 600
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "finished"
+
+
+class FirstBeginLost(InProcessGraph):
+    """Neither node hears the first begin (their readers were not matched to the evaluator's
+    writer yet)."""
+    lost = False
+
+    def answer_begin(self, ctl):
+        if not self.lost:
+            self.lost = True
+            return
+        super().answer_begin(ctl)
+
+
+class FirstReadyLost(InProcessGraph):
+    """The policy's first ready never reaches the evaluator."""
+    lost = False
+
+    def policy_status(self, kind, **fields):
+        if kind == C.STATUS_READY and not self.lost:
+            self.lost = True
+            return
+        super().policy_status(kind, **fields)
+
+
+@pytest.mark.parametrize("graph_class", [FirstBeginLost, FirstReadyLost])
+def test_a_lost_begin_or_ready_is_asked_again_and_the_episode_runs(session, tmp_path,
+                                                                   graph_class):
+    run, graph, _, _ = make_run(session, tmp_path, graph_class)
+    t0 = graph.clock.now
+    assert run.run() == 0
+    (row,) = results(tmp_path)
+    assert row["status"] == "ok" and row["intent_score"] == 1.0 and row["complete"]
+    assert kinds(graph, repeats=True) == ["begin", "begin", "start", "end"]
+    assert graph.sent[0] == graph.sent[1]  # the same episode's begin, word for word
+    assert graph.resets == 1  # the repeated begin was answered, not reset again
+    assert graph.clock.now - t0 > BEGIN_RESEND_S
+
+
+def test_an_interrupted_wait_says_what_it_waited_for(session, tmp_path):
+    class StoppedWhileWaiting(PolicyNeverReady):
+        def spin(self):
+            super().spin()
+            if self.clock.now > 1005.0:  # the launcher stops the graph 5 s into the wait
+                raise KeyboardInterrupt
+
+    run, graph, log, _ = make_run(session, tmp_path, StoppedWhileWaiting)
+    with pytest.raises(KeyboardInterrupt):
+        run.run()
+    run.interrupted()
+    (line,) = [text for level, text in log.lines if level == "warning"]
+    episode = graph.sent[0]["episode"]
+    assert line == (f"episode {episode} was waiting for sim and policy reset (sim ready: yes, "
+                    f"policy ready: no, policy calls answered: 0, chunks run: 0, frames: 1, "
+                    f"begin sent again: 2x)")
+    assert run_json(tmp_path)["status"] == "stopped: interrupted"
 
 
 def test_a_scorer_error_fails_the_episode_not_the_run(session, tmp_path):

@@ -167,3 +167,29 @@ def test_a_crash_mid_episode_leaves_only_a_partial_bag_that_the_rerun_replaces(t
     path, count = rerun.end("scene1/T/r1@2")
     assert count == 1 and B.read_counts(path) == {C.TOPIC_EPISODE_CONTROL: 1}
     assert not (tmp_path / B.BAGS_DIR / B.PARTIAL_DIR / "scene1__T__r1").exists()
+
+
+def test_a_repeated_begin_keeps_the_open_bag_and_is_answered_again(tmp_path):
+    """The evaluator sends a begin again when an answer is late: the recorder says again that
+    it records, keeps the bag it opened (with what arrived between the two begins) and
+    records both begins."""
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), dtype=np.uint8)
+    graph = _Graph(tmp_path)
+    episode = "scene1/S1_L0_003/r1@3"
+    try:
+        graph.control(C.CONTROL_BEGIN, episode)
+        graph.spin_until(lambda: len(graph.status) == 1, "the bag to open")
+        graph.pub_image.publish(graph.messages.image_to_msg(image, 0.0, "cam_high"))
+        graph.control(C.CONTROL_BEGIN, episode)
+        graph.spin_until(lambda: len(graph.status) == 2, "the repeated begin's answer")
+        graph.control(C.CONTROL_END, episode)
+        graph.spin_until(lambda: any(s["kind"] == C.RECORDER_RECORDED for s in graph.status),
+                         "the bag to close")
+    finally:
+        graph.close()
+    assert [s["kind"] for s in graph.status] == [C.RECORDER_RECORDING, C.RECORDER_RECORDING,
+                                                 C.RECORDER_RECORDED]
+    (bag,) = [p for p in (tmp_path / B.BAGS_DIR).iterdir() if not p.name.startswith(".")]
+    counts = B.read_counts(bag)
+    assert counts[C.TOPIC_EPISODE_CONTROL] == 3 and counts[C.image_topic("cam_high")] == 1

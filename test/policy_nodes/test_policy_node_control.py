@@ -64,3 +64,17 @@ def test_an_exception_in_a_subscription_callback_is_logged_not_fatal(node):
     handle(String(data="x"))
     assert node.log.lines["error"] == ["a topic: failed on a message: "
                                        "ZeroDivisionError('division by zero')"]
+
+
+def test_a_repeated_begin_is_answered_again_without_a_second_reset(node, monkeypatch):
+    """The evaluator sends a begin again when its answer is late (a lost begin or ready)."""
+    resets = []
+    reset = node.chunking.begin_episode
+    monkeypatch.setattr(node.chunking, "begin_episode",
+                        lambda *a, **k: (resets.append(a[0]), reset(*a, **k)))
+    node.on_control(begin("e4"))
+    node.on_control(begin("e4"))
+    ready = {"kind": "ready", "episode": "e4", "embodiment": "aloha_piper"}
+    assert node.sent == [ready, ready] and resets == ["e4"]
+    node.on_control(begin("e5"))  # a new episode resets
+    assert resets == ["e4", "e5"] and node.sent[-1]["episode"] == "e5"

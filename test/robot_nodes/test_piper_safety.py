@@ -482,6 +482,13 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
         assert wait_until(lambda: [s["kind"] for s in statuses][-2:] == [C.STATUS_CHUNK_DONE,
                                                                        C.STATUS_DONE], 5.0)
         assert statuses[-1]["calls"] == 1 and statuses[-1]["episode"] == "ep1"
+        # the same begin again (an evaluator whose answer was late) is answered and resets
+        # nothing: the spent call budget stays spent
+        heard = len(statuses)
+        control.publish(messages.json_msg({"kind": C.CONTROL_BEGIN, "episode": "ep1",
+                                         "max_policy_calls": 1}))
+        assert wait_until(lambda: len(statuses) > heard, 5.0)
+        assert statuses[-1]["kind"] == C.STATUS_READY and node.calls == 1
         # whatever the chunk asks, the filter keeps the joints inside its ranges
         lim = node.safety["left"].params.joint_limits
         expected = target.copy()

@@ -253,6 +253,13 @@ def test_tracker_node_relays_the_robot_episode_with_its_frames(tmp_path):
         node.on_control(String(data=json.dumps({"kind": "begin", "episode": "e1",
                                                 "task": {"source": None}})))
         assert sent == [("ready", {"tick": 0, "stamp": 10.0})]
+        # the evaluator asks again (its begin or our ready was late): the same ready once
+        # more, the recording not restarted (one frame 0)
+        node.on_control(String(data=json.dumps({"kind": "begin", "episode": "e1",
+                                                "task": {"source": None}})))
+        robot("ready")
+        assert sent == [("ready", {"tick": 0, "stamp": 10.0})] * 2 and len(frames) == 1
+        sent.pop()
         for t in (10.02, 10.04, 10.04, 10.06):  # a repeated stamp is not a new tick
             command(t)
         robot("chunk_done", calls=1)
@@ -270,6 +277,25 @@ def test_tracker_node_relays_the_robot_episode_with_its_frames(tmp_path):
         node.robot_progress -= 1.0
         node.check_stall()
         assert sent[-1][0] == "error" and "no progress" in sent[-1][1]["message"]
+
+        # the robot is ready before the tracker is (here: no joint command heard yet; on a
+        # real start, the cameras' first board view): wait for it, up to ready_wait_s
+        def episode(name):
+            node.on_control(String(data=json.dumps({"kind": "begin", "episode": name,
+                                                    "task": {}})))
+            node.command, heard = None, len(sent)
+            robot("ready", episode=name)
+            node.retry_ready()
+            return heard
+
+        heard = episode("e3")
+        assert len(sent) == heard  # not yet
+        command(20.0)
+        node.retry_ready()
+        assert sent[heard:] == [("ready", {"tick": 0, "stamp": 20.0})]
+        node.p["ready_wait_s"] = 0.0
+        heard = episode("e4")
+        assert sent[heard:] == [("error", {"message": "no /joint_commands from the robot node yet"})]
         node.destroy_node()
     finally:
         rclpy.shutdown()

@@ -63,3 +63,19 @@ def test_a_begin_for_an_unknown_scene_is_reported_under_its_own_id(node):
     assert node.episode == "e2" and node.sent[-1]["kind"] == "ready"
     node.on_control(control("end", "e2"))
     assert node.episode is None
+
+
+def test_a_repeated_begin_is_answered_again_without_a_second_reset(node, monkeypatch):
+    """The evaluator sends a begin again when its answer is late (a lost begin or ready): the
+    node answers the same ready and leaves the reset scene as it is."""
+    resets = []
+    reset = node.session.begin
+    monkeypatch.setattr(node.session, "begin", lambda *a, **k: (resets.append(a), reset(*a, **k)))
+    node.on_control(begin("e5"))
+    ready = node.sent[-1]
+    node.on_control(begin("e5"))
+    assert node.sent[-2:] == [ready, ready] and ready["kind"] == "ready"
+    assert ready["episode"] == "e5" and len(resets) == 1
+    node.on_control(begin("e6"))  # a new episode resets
+    assert len(resets) == 2 and node.sent[-1]["episode"] == "e6"
+    node.on_control(control("end", "e6"))

@@ -76,6 +76,7 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
 SPIN_S = 0.05  # how long one Graph.spin() waits for a message
 RESTART_SETTLE_S = 1.0  # after a restarted policy node appears, for its other endpoints
 FRAMES_TIMEOUT_S = 10.0  # the frames still on their way after the sim's done
+BEGIN_RESEND_S = 2.0  # begin again while a node has not answered it (a lost begin or ready)
 
 
 class EpisodeFailed(RuntimeError):
@@ -165,6 +166,15 @@ class Episode:
     frame_count: int = 0
     predicted: int = 0  # the policy's predicted statuses ...
     chunks_done: int = 0  # ... and the sim's chunk_done: whose turn it is (stalled_policy)
+    waiting_for: str = ""  # what the run waits for now (said when it is interrupted)
+    resends: int = 0  # begins sent again while waiting for the nodes' ready
+
+    def progress(self) -> str:
+        """Where the episode stands, in one line (an interrupted or stalled run says it)."""
+        yes = {True: "yes", False: "no"}
+        return (f"sim ready: {yes[self.sim_ready]}, policy ready: {yes[self.policy_ready]}, "
+                f"policy calls answered: {self.predicted}, chunks run: {self.chunks_done}, "
+                f"frames: {self.frame_count}, begin sent again: {self.resends}x")
 
 
 def _print(line: str) -> None:
@@ -194,6 +204,7 @@ class SuiteRun:
         self.closing: tuple | None = None  # (run_dir, trials) while the run is open
         self.bags = BagWatch(params.get("record", False))
         self.last_episode_id = ""
+        self.stopped_episode: Episode | None = None  # the one in flight when the run was stopped
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, status: dict) -> None:
@@ -233,9 +244,13 @@ class SuiteRun:
             self.episode.last_progress = self.clock.monotonic()
 
     def _heard(self, source: str, status: dict) -> Episode | None:
-        """The running episode if ``status`` is one of its (that counts as progress)."""
+        """The running episode if ``status`` is one of its (that counts as progress); a
+        ``ready`` heard already (the answer to a begin sent again) is not news."""
         episode = self.episode
         if episode is None or status.get("episode") != episode.id:
+            return None
+        if status.get("kind") == C.STATUS_READY and (
+                episode.sim_ready if source == "sim" else episode.policy_ready):
             return None
         episode.last_progress = self.clock.monotonic()
         for subscriber in self.subscribers:
@@ -249,7 +264,8 @@ class SuiteRun:
         while self.clock.monotonic() < deadline:
             graph.spin()
             self.watch_nodes()
-            if (graph.count_subscribers(C.TOPIC_EPISODE_CONTROL) >= 2
+            # the sim, the policy and (recording) the recorder each read the controls
+            if (graph.count_subscribers(C.TOPIC_EPISODE_CONTROL) >= 2 + self.bags.enabled
                     and graph.count_publishers(C.TOPIC_EPISODE_STATUS) >= 1
                     and self.nodes.policies() >= 1
                     and not self.bags.missing_node(graph.count_publishers)):
@@ -280,11 +296,19 @@ class SuiteRun:
                               f"{policies} policy nodes, {evaluators} evaluators): give each run "
                               "its own ROS_DOMAIN_ID")
 
-    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+    def wait_until(self, condition: Callable[[], bool], timeout: float, what: str,
+                   resend: Callable[[], None] | None = None) -> None:
         """Spin until ``condition()``; fail on a reported error, on ``timeout`` seconds without
-        progress, or when a node the run needs has left the graph."""
+        progress, or when a node the run needs has left the graph. ``resend()`` is called
+        every BEGIN_RESEND_S meanwhile."""
+        self.episode.waiting_for = what
+        next_resend = self.clock.monotonic() + BEGIN_RESEND_S
         while not condition():
             self.graph.spin()
+            if resend is not None and self.clock.monotonic() >= next_resend:
+                resend()
+                self.episode.resends += 1
+                next_resend = self.clock.monotonic() + BEGIN_RESEND_S
             if self.episode.error:
                 raise EpisodeFailed(self.episode.error)
             self.watch_nodes()
@@ -346,19 +370,28 @@ class SuiteRun:
                   "max_actions_per_call": self.p["max_actions_per_call"]}
         task = self.cues.begin_task(trial)  # trial.task unless a cue protocol says otherwise
         self.graph.instruct(instruction)
-        self.send(C.CONTROL_BEGIN, task=task.to_dict(), seed=trial.seed,
-                  instruction=instruction, **budget, **self.cues.begin_fields(), **extra)
+        begin = dict(task=task.to_dict(), seed=trial.seed, instruction=instruction, **budget,
+                     **self.cues.begin_fields(), **extra)
+        self.send(C.CONTROL_BEGIN, **begin)
         timeout = self.p["episode_timeout"]
         try:
+            # a node that missed the begin, or whose ready was lost, hears it again (see
+            # vla_bridge.ros.reach): nodes answer a repeated begin without resetting again
             self.wait_until(lambda: episode.sim_ready and episode.policy_ready
                             and self.bags.ready(episode.id), timeout,
-                            "sim and policy reset" + (" and the bag" if self.bags.enabled else ""))
+                            "sim and policy reset" + (" and the bag" if self.bags.enabled else ""),
+                            resend=lambda: self.send(C.CONTROL_BEGIN, **begin))
             self.send(C.CONTROL_START)
             self.wait_until(lambda: episode.done is not None, timeout, "the episode to finish")
             n = episode.done["ticks"] + 1
             self.wait_until(lambda: episode.frame_count >= n, FRAMES_TIMEOUT_S,
                             f"all {n} recorded frames")
             return self.build_record(episode), episode.done
+        except EpisodeFailed:
+            raise
+        except BaseException:  # stopped from outside (Ctrl-C, the launcher's stop) or broken
+            self.stopped_episode = episode
+            raise
         finally:
             self.send(C.CONTROL_END)
             self.episode = None
@@ -511,6 +544,10 @@ class SuiteRun:
         except (OSError, ValueError):  # the events file is gone with the launcher
             died = None
         run_dir, trials = self.closing
+        episode = self.stopped_episode
+        if episode is not None:  # one line on where the graph stood (a hang shows its cause)
+            what = episode.waiting_for or "its begin"
+            self.log.warning(f"episode {episode.id} was waiting for {what} ({episode.progress()})")
         self.finish(run_dir, f"stopped: {died or 'interrupted'}", trials)
 
     def finish(self, run_dir: RunDirectory, status: str, trials: list[Trial]) -> int:

@@ -42,6 +42,7 @@ from vla_bridge.benchmarks.libero.protocol import (format_summary, load_catalog,
 from vla_bridge.benchmarks.vifo.protocols import resolve_family_variant
 from vla_bridge.evaluation.cue_metrics import format_cue_tables, write_cue_metrics
 from vla_bridge.evaluation.cue_overlay import CueOverlay
+from vla_bridge.evaluation.episodes import BEGIN_RESEND_S
 from vla_bridge.evaluation.provenance import checkpoint_of, git_commit, resume_differences
 from vla_bridge.evaluation.run_dir import RunDirError, RunDirectory, completion_status
 from vla_bridge.ros import messages
@@ -112,14 +113,20 @@ class LiberoEvaluatorNode(Node):
             raise GraphBroken(f"the sim or the policy node left the graph (gone for "
                               f"{GONE_AFTER_S:.0f} s)")
 
-    def wait_for(self, want, timeout: float, episode: str) -> dict[str, dict]:
+    def wait_for(self, want, timeout: float, episode: str,
+                 resend: dict | None = None) -> dict[str, dict]:
         """Spin until `want` ({source: kind}) all arrived for `episode`; an `error` status
         of either side raises RuntimeError with its message, a timeout TimeoutError, a broken
-        graph GraphBroken."""
+        graph GraphBroken. `resend` (a begin) goes out again every BEGIN_RESEND_S meanwhile:
+        a node that missed it, or whose answer was lost, answers again (vla_bridge.ros.reach)."""
         got: dict[str, dict] = {}
         deadline = time.monotonic() + timeout
         next_check = 0.0
+        next_resend = time.monotonic() + BEGIN_RESEND_S
         while set(got) != set(want):
+            if resend is not None and time.monotonic() > next_resend:
+                self.send(resend)
+                next_resend = time.monotonic() + BEGIN_RESEND_S
             if time.monotonic() > deadline:
                 missing = sorted(set(want) - set(got))
                 raise TimeoutError(f"no {', '.join(f'{s} {want[s]}' for s in missing)} within "
@@ -145,7 +152,6 @@ class LiberoEvaluatorNode(Node):
                 raise RunRefused("the sim and policy nodes did not join the graph within "
                                  f"{timeout:.0f} s")
             rclpy.spin_once(self, timeout_sec=0.1)
-        rclpy.spin_once(self, timeout_sec=0.5)  # let discovery settle both ways
 
     def check_embodiment(self, ready: dict[str, dict]) -> None:
         """The graph agrees on one embodiment, else RunRefused naming both sides."""
@@ -192,7 +198,7 @@ class LiberoEvaluatorNode(Node):
                "instruction": ct.language, "seed": trial.seed, "policy": p["policy"]}
         try:
             ready = self.wait_for({"sim": C.STATUS_READY, "policy": C.STATUS_READY}, timeout,
-                                  ct.key)
+                                  ct.key, resend=begin)
             if self.embodiment is None:
                 self.check_embodiment(ready)
             held = [r for r, v in (ready["sim"].get("held_at_start") or {}).items() if v]

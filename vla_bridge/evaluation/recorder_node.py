@@ -108,6 +108,9 @@ class RecorderNode(Node):
             self.ending, self.end_asked = episode, time.monotonic()
 
     def begin(self, episode: str) -> None:
+        if self.bags.bag is not None and self.bags.episode == episode:
+            self.status(C.RECORDER_RECORDING, episode)  # asked again: its answer was lost
+            return
         if self.bags.bag is not None:
             self.close_bag()  # the previous episode never sent its end
         try:
