@@ -1,5 +1,6 @@
 """`vla-bridge vqa`: LIBERO-VIFO Part I-A, the four cue questions asked of a VQA backend on
-cued MuJoCo renders (resumable; per-family stage accuracy and full-chain accuracy)."""
+cued MuJoCo renders of RoboFollow's scenes, or (``--benchmark libero``) on LIBERO's own first
+observations (resumable; per-family stage accuracy and full-chain accuracy)."""
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", required=True,
                         help="VQA backend spec: random[?seed=N], http?url=URL[&timeout=S], oracle "
                              "(privileged, pipeline check only) or package.module:Class[?k=v]")
+    parser.add_argument("--benchmark", choices=("robofollow", "libero"), default="robofollow",
+                        help="robofollow: RoboFollow's tasks in MuJoCo (default); libero: "
+                             "LIBERO's 40 tasks, images rendered by .venv-libero (--suites, "
+                             "--tasks as numbers, --inits, --frames)")
+    parser.add_argument("--suites", default="",
+                        help="libero: comma-separated suites (default: the four standard ones)")
+    parser.add_argument("--inits", default="0",
+                        help="libero: initial states, e.g. 0 or 0-4 (the instance seeds)")
+    parser.add_argument("--frames", default="runs/libero_frames",
+                        help="libero: where LIBERO's rendered frames are kept (missing ones "
+                             "are rendered with .venv-libero)")
     parser.add_argument("--scene", default="", help="comma-separated scenes (default: all)")
     parser.add_argument("--levels", default="", help="comma-separated levels L0..L3 (default: all)")
-    parser.add_argument("--tasks", default="", help="comma-separated task ids (override --scene/--levels)")
+    parser.add_argument("--tasks", default="",
+                        help="comma-separated task ids (override --scene/--levels); libero: "
+                             "task numbers such as 0-9")
     parser.add_argument("--limit", type=int, default=0, help="only the first N selected tasks")
     parser.add_argument("--families", default="", help="comma-separated families (default: F1..F8)")
     parser.add_argument("--variant", default="",
@@ -30,7 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--placement", choices=("overlay", "scene"), default="overlay",
                         help="overlay: draw the cue into the render (default); scene: stand it in "
                              "the workspace as a card (F1, F6, F8; paper section 4.2)")
-    parser.add_argument("--output", default="runs/vqa", help="output directory (resumed when it exists)")
+    parser.add_argument("--output", default="runs/vqa",
+                        help="output directory, resumed when it exists (libero's default: "
+                             "runs/vqa_libero)")
 
 
 def _int_list(text: str, flag: str) -> list[int]:
@@ -40,7 +56,50 @@ def _int_list(text: str, flag: str) -> list[int]:
         raise ValueError(f"{flag} takes comma-separated integers, got {text!r}") from None
 
 
+def _ask(backend, ask, output: str, notes=()) -> int:
+    """Run ``ask()`` (the runner, which returns the metrics), close the backend, print the
+    table; 1 with one line when the backend or the run fails."""
+    try:
+        metrics = ask()
+    except (VqaBackendUnavailable, ValueError, RuntimeError) as exc:
+        print(f"vla-bridge vqa: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        backend.close()
+    print(format_vqa_table(metrics))
+    for note in notes:
+        print(note(metrics))
+    print(f"results: {Path(output) / RESULTS_FILE}")
+    return 0
+
+
+def run_libero(args: argparse.Namespace) -> int:
+    from vla_bridge.benchmarks.libero.protocol import load_catalog
+    from vla_bridge.contract import LIBERO_PANDA
+    from vla_bridge.evaluation.vqa.libero import plan_libero_instances, run_libero_vqa
+    output = args.output if args.output != "runs/vqa" else "runs/vqa_libero"
+    try:
+        if args.placement != "overlay":
+            raise ValueError("--benchmark libero draws the cues (--placement overlay): LIBERO's "
+                             "scenes take no cue cards")
+        if args.camera not in LIBERO_PANDA.camera_names:
+            raise ValueError(f"unknown LIBERO camera {args.camera!r}; valid: "
+                             f"{', '.join(LIBERO_PANDA.camera_names)}")
+        cues = parse_cues(args.families, args.variant)
+        plan_libero_instances(load_catalog(), args.suites, args.tasks, cues, args.inits)
+        backend = make_vqa_backend(args.backend)
+    except ValueError as exc:
+        print(f"vla-bridge vqa: {exc}", file=sys.stderr)
+        return 2
+    return _ask(backend, lambda: run_libero_vqa(
+        backend, args.frames, args.suites, args.tasks, cues, args.inits, args.camera, output,
+        name=args.backend), output,
+        [lambda m: f"skipped (not built on LIBERO, or drawing nothing): {len(m['skipped'])}"])
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.benchmark == "libero":
+        return run_libero(args)
     from vla_bridge.contract import CAMERAS
     from vla_bridge.benchmarks.robofollow.tasks import load_suite, select_tasks
 
@@ -59,14 +118,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"vla-bridge vqa: {exc}", file=sys.stderr)
         return 2
-    try:
-        metrics = run_vqa(backend, tasks, cues, args.rounds, seeds, args.camera, args.output,
-                          name=args.backend, placement=args.placement)
-    except (VqaBackendUnavailable, ValueError) as exc:
-        print(f"vla-bridge vqa: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        backend.close()
-    print(format_vqa_table(metrics))
-    print(f"results: {Path(args.output) / RESULTS_FILE}")
-    return 0
+    return _ask(backend, lambda: run_vqa(backend, tasks, cues, args.rounds, seeds, args.camera,
+                                         args.output, name=args.backend,
+                                         placement=args.placement), args.output)

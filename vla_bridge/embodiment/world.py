@@ -47,3 +47,32 @@ class WorldState:
 
     def object_positions(self) -> dict[str, np.ndarray]:
         return {name: o.pos for name, o in self.objects.items()}
+
+
+def world_to_dict(world: WorldState) -> dict:
+    """A JSON-ready dict of ``world`` (``world_from_dict`` reads it back)."""
+    def arr(a) -> list:
+        return [float(v) for v in np.asarray(a, float).ravel()]
+    return {"stamp": float(world.stamp),
+            "objects": {n: {"pos": arr(o.pos), "quat": arr(o.quat), "size": arr(o.size),
+                            "rgba": arr(o.rgba), "shape": o.shape}
+                        for n, o in world.objects.items()},
+            "tcp": {n: {"pos": arr(t.pos), "quat": arr(t.quat)} for n, t in world.tcp.items()},
+            "cameras": {n: {"pos": arr(c.pos), "quat": arr(c.quat)}
+                        for n, c in world.cameras.items()}}
+
+
+def world_from_dict(data: dict) -> WorldState:
+    """The WorldState of ``world_to_dict``'s dict; KeyError / ValueError when malformed."""
+    def vec(values, n: int) -> np.ndarray:
+        a = np.asarray(values, float)
+        if a.shape != (n,) or not np.all(np.isfinite(a)):
+            raise ValueError(f"expected {n} finite numbers, got {values!r}")
+        return a
+    objects = {str(n): ObjectState(str(n), vec(o["pos"], 3), vec(o["quat"], 4),
+                                   vec(o["size"], 3), vec(o["rgba"], 4), str(o["shape"]))
+               for n, o in data["objects"].items()}
+    tcp = {str(n): TcpState(vec(t["pos"], 3), vec(t["quat"], 4)) for n, t in data["tcp"].items()}
+    cameras = {str(n): CameraPose(vec(c["pos"], 3), vec(c["quat"], 4))
+               for n, c in data.get("cameras", {}).items()}
+    return WorldState(float(data["stamp"]), objects, tcp, cameras)

@@ -22,6 +22,10 @@ and writes to the output directory:
   "VQA" score (the mean of the four stage accuracies), per family and overall, beside the
   chance level of a uniform guess.
 
+``libero.run_libero_vqa`` does the same on LIBERO's 40 tasks: first observations rendered by
+``.venv-libero`` (``sim_nodes.libero_frames``), cues from the tasks' BDDL goals, objects and
+regions named as LIBERO's instructions name them.
+
 Backends are named by a spec string like the policy registry: ``random``, ``random?seed=3``,
 ``http?url=http://host:8000/vqa&timeout=30``, ``oracle``, or ``package.module:Class?k=v``.
 

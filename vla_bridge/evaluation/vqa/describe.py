@@ -80,9 +80,12 @@ def _position(pts: np.ndarray, i: int, margin: float) -> str | None:
     return _ordinal(pts, i, margin)
 
 
-def describe_objects(world, camera, margin: float = MARGIN) -> dict[str, str]:
+def describe_objects(world, camera, margin: float = MARGIN,
+                     looks: Mapping[str, str] | None = None) -> dict[str, str]:
     """{object name: "the <look>[ <position>]"} for every object in the camera's view whose
-    description is unique; objects out of view or not singled out are left out."""
+    description is unique; objects out of view or not singled out are left out. ``looks``
+    gives an object's look where its name does not say it (LIBERO's "cream_cheese_1")."""
+    looks = looks or {}
     objects: Mapping = getattr(world, "objects", world) or {}
     names = list(objects)
     if not names:
@@ -92,7 +95,7 @@ def describe_objects(world, camera, margin: float = MARGIN) -> dict[str, str]:
     uv = {n: proj.uv[names.index(n)] for n in seen}
     groups: dict[str, list[str]] = {}
     for n in seen:
-        groups.setdefault(look(n, objects[n]), []).append(n)
+        groups.setdefault(looks.get(n) or look(n, objects[n]), []).append(n)
     out = {}
     for kind, members in groups.items():
         if len(members) == 1:

@@ -131,6 +131,14 @@ class VqaScene:
         """The CameraModel of the last frame (position words in the options come from it)."""
         return self.frame[2]
 
+    def shoot(self, inst: "VqaInstance"):
+        """(raw, cued, world, cue) of one instance (``cued_image``)."""
+        return cued_image(self, inst)
+
+    def question_args(self, inst: "VqaInstance") -> dict:
+        """``vqa_questions``' keyword arguments besides the cue and world: the camera model."""
+        return {"camera": self.model}
+
     def close(self) -> None:
         self.rollouts.close()
         if self.textures is not None:

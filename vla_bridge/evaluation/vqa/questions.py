@@ -14,10 +14,14 @@ order, one multiple-choice question per stage (``{"stage", "question", "options"
 * grounding: which object the cue asks the robot to manipulate (look-alikes first, then the
   target, then the rest);
 * decision: what to do with that object, which the question does not name: "pick it up and
-  hold it", "put it behind the red cylinder"... (the action and where, not which object).
+  hold it", "put it behind the red cylinder"... (the action and where, not which object); for
+  a state change (LIBERO's "open the middle drawer", "turn on the stove"): "open it",
+  "close it", "turn it on"...
 
 Objects are named as they look (``describe.describe_objects``: colour, size, kind and, among
-look-alikes, position in the image), never by an internal name or index. A distractor whose
+look-alikes, position in the image), never by an internal name or index; ``looks`` gives
+the look of objects whose name does not say it and ``names`` what a goal's region is called
+("the top drawer of the wooden cabinet"). A distractor whose
 text repeats another option's is dropped, so a question can have fewer than 4 options.
 Pure logic (numpy).
 """
@@ -48,6 +52,9 @@ REL_WORDS = {"left_of": "to the left of", "right_of": "to the right of", "behind
 _OPPOSITE = {"left_of": "right_of", "right_of": "left_of", "behind": "in_front_of",
              "in_front_of": "behind"}
 _PLACES = ("behind", "in_front_of", "left_of", "right_of", "beside")
+#: a state change's decision (step action -> what to do with the object)
+STATE_CHANGES = {"open": "open it", "close": "close it", "turn_on": "turn it on",
+                 "turn_off": "turn it off"}
 
 
 def _pick(correct: str, tiers: list[list[str]], rng, stage: str, question: str,
@@ -76,21 +83,25 @@ def _shuffled(items, rng) -> list:
 class _Scene:
     """The instance's objects as the image shows them: description per name, look-alikes."""
 
-    def __init__(self, world, camera, keep: tuple[str | None, ...]):
+    def __init__(self, world, camera, keep: tuple[str | None, ...], looks=None, names=None):
         self.objects = getattr(world, "objects", world) or {}
-        self.desc = describe_objects(world, camera)
+        self.looks, self.names = looks or {}, names or {}
+        self.desc = describe_objects(world, camera, looks=self.looks)
         for name in keep:  # the task's objects always get a name, even an ambiguous one
             if name is not None and name not in self.desc and name in self.objects:
-                alike = look(name, self.objects[name])
-                self.desc = {n: d for n, d in self.desc.items()
-                             if look(n, self.objects[n]) != alike}
+                alike = self.look(name)
+                self.desc = {n: d for n, d in self.desc.items() if self.look(n) != alike}
                 self.desc[name] = f"the {alike}"
+
+    def look(self, n: str) -> str:
+        return self.looks.get(n) or look(n, self.objects[n])
 
     def name(self, n: str | None) -> str:
         if n is None:
             return "nothing"
-        return self.desc.get(n) or (f"the {look(n, self.objects[n])}" if n in self.objects
-                                    else "the " + n.replace("_", " ").rstrip("0123456789 "))
+        return (self.desc.get(n) or self.names.get(n)
+                or (f"the {self.look(n)}" if n in self.objects
+                    else "the " + n.replace("_", " ").rstrip("0123456789 ")))
 
     def others(self, *exclude: str | None) -> list[str]:
         return [n for n in self.desc if n not in exclude]
@@ -99,10 +110,10 @@ class _Scene:
         """``names`` shuffled, then look-alikes of ``ref`` first, then same colour or kind."""
         if ref is None or ref not in self.objects:
             return _shuffled(names, rng)
-        words = set(look(ref, self.objects[ref]).split())
+        words = set(self.look(ref).split())
 
         def score(n):
-            return len(words & set(look(n, self.objects[n]).split()))
+            return len(words & set(self.look(n).split()))
         return sorted(_shuffled(names, rng), key=score, reverse=True)
 
 
@@ -133,6 +144,11 @@ def _detection(cue: CueSpec, rng, cue_free: bool) -> dict:
 def _semantics(scene: _Scene, step, rng) -> dict:
     act, src, rel, tgt = step.action, step.source, step.relation, step.target
     correct = _phrase(scene, act, src, rel, tgt)
+    if act in STATE_CHANGES and src is None:  # another change of it, or of something else
+        other_acts = [_phrase(scene, a, None, None, tgt) for a in STATE_CHANGES if a != act]
+        picks = [_phrase(scene, "pick", n, None, None) for n in scene.others(tgt)]
+        return _pick(correct, [other_acts, _shuffled(picks, rng)], rng, "semantics",
+                     QUESTIONS["semantics"])
     swap_src = [_phrase(scene, act, s, rel, tgt)
                 for s in scene.likeness(src, scene.others(src, tgt), rng)]
     if act == "pick":  # picking this object vs another, or placing it somewhere
@@ -158,6 +174,10 @@ def _grounding(scene: _Scene, step, rng) -> dict:
 def _decision(scene: _Scene, step, rng) -> dict:
     act, src, rel, tgt = step.action, step.source, step.relation, step.target
     verb = "push" if act == "push" else "put"
+    if act in STATE_CHANGES and src is None:
+        others = [w for a, w in STATE_CHANGES.items() if a != act]
+        return _pick(STATE_CHANGES[act], [others, [HOLD]], rng, "decision",
+                     QUESTIONS["decision"])
 
     def where(r, t):
         return f"{verb} it {REL_WORDS.get(r, r)} {scene.name(t)}"
@@ -171,14 +191,15 @@ def _decision(scene: _Scene, step, rng) -> dict:
 
 
 def vqa_questions(cue: CueSpec, world, camera, seed: int = 0,
-                  cue_free_detection: bool = False) -> list[dict]:
+                  cue_free_detection: bool = False, looks=None, names=None) -> list[dict]:
     """The four questions of one cue instance (see the module docstring); ``camera`` is the
-    ``CameraModel`` of the image the questions are about (position words come from it)."""
+    ``CameraModel`` of the image the questions are about (position words come from it);
+    ``looks`` / ``names``: {object: look} and {region: what it is called}."""
     task = cue.task
     if not isinstance(task, GroundedTask):
         raise ValueError("vqa_questions needs a cue built from a GroundedTask (make_cue)")
     rng = np.random.default_rng(seed)
     step = task.steps[0]
-    scene = _Scene(world, camera, (step.source, step.target))
+    scene = _Scene(world, camera, (step.source, step.target), looks, names)
     return [_detection(cue, rng, cue_free_detection), _semantics(scene, step, rng),
             _grounding(scene, step, rng), _decision(scene, step, rng)]

@@ -22,7 +22,7 @@ from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.benchmarks.vifo.protocols import check_placement
 from vla_bridge.evaluation.vqa.backends import (VqaBackend, VqaBackendUnavailable, encode_png,
                                                 make_vqa_backend)
-from vla_bridge.evaluation.vqa.instances import (VqaInstance, VqaScene, cued_image, parse_cues,
+from vla_bridge.evaluation.vqa.instances import (VqaInstance, VqaScene, parse_cues,
                                                  plan_instances)
 from vla_bridge.evaluation.vqa.questions import QUESTIONS_VERSION, vqa_questions
 from vla_bridge.evaluation.vqa.results import (EXAMPLES_DIR, RESULTS_FILE, done_instances,
@@ -59,7 +59,8 @@ def ask(backend, image: np.ndarray, q: dict) -> tuple[int | None, str | None, fl
 def instance_rows(backend, inst: VqaInstance, shot: tuple, scene: VqaScene,
                   spec: str) -> list[dict]:
     """Ask the four questions of one instance; one row per question. ``shot`` is
-    ``cued_image``'s (raw, cued, world, cue); ``scene`` gives the camera and placement."""
+    ``scene.shoot``'s (raw, cued, world, cue); ``scene`` gives the camera, the placement and
+    the questions' camera model and names (``question_args``)."""
     raw, cued, world, cue = shot
     camera, placement = scene.camera, scene.placement
     base = {"instance": inst.key(camera, placement), "task": inst.task.id,
@@ -67,8 +68,10 @@ def instance_rows(backend, inst: VqaInstance, shot: tuple, scene: VqaScene,
             "variant": inst.variant, "seed": inst.seed, "camera": camera,
             "placement": placement, "backend": spec, "questions": QUESTIONS_VERSION}
     rows = []
-    for q in vqa_questions(cue, world, scene.model, inst.question_seed,
-                           inst.cue_free_detection):
+    args = scene.question_args(inst)
+    camera_model = args.pop("camera")
+    for q in vqa_questions(cue, world, camera_model, inst.question_seed,
+                           inst.cue_free_detection, **args):
         answer, error, secs = ask(backend, cued if q["cue_shown"] else raw, q)
         rows.append({**base, "stage": q["stage"], "cue_shown": q["cue_shown"],
                      "question": q["question"], "options": q["options"],
@@ -106,7 +109,8 @@ def _save_example(out: Path, inst: VqaInstance, image: np.ndarray) -> None:
     folder = out / EXAMPLES_DIR
     folder.mkdir(exist_ok=True)
     if not any(folder.glob(f"{inst.family}_*.png")):
-        path = folder / f"{inst.family}_{inst.variant}_{inst.task.id}_s{inst.seed}.png"
+        task = inst.task.id.replace("/", "_")  # LIBERO's ids are "suite/number"
+        path = folder / f"{inst.family}_{inst.variant}_{task}_s{inst.seed}.png"
         path.write_bytes(encode_png(image))
 
 
@@ -180,7 +184,7 @@ def _run(backend, spec, todo, out, scene, skipped, stream, resumed) -> None:
 def _run_instance(backend, spec, inst, scene, out, fh) -> str | None:
     """Render, ask and append one instance's four rows; the reason when it is skipped."""
     try:
-        shot = cued_image(scene, inst)
+        shot = scene.shoot(inst)
     except (ValueError, KeyError) as exc:
         return str(exc)
     rows = instance_rows(backend, inst, shot, scene, spec)
