@@ -139,3 +139,20 @@ def test_cli_refuses_bad_libero_arguments_before_rendering(tmp_path, capsys, arg
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not frames.exists()  # nothing rendered
+
+
+def test_table2_puts_part_i_a_above_the_closed_loop_parts():
+    from vla_bridge.evaluation.cue_metrics import format_table2
+    cues = {"by_family": {"F1": {"avf": 50.0, "uvf": 0.0}}, "average": {"avf": 50.0},
+            "overall": {"avf": 50.0, "uvf": 0.0}}
+    vqa = {"by_family": {"F1": {"vqa": 25.0}, "F7": {"vqa": 30.0, "fca": 1.0}},
+           "average": {"vqa": 27.5}, "overall": {"vqa": 27.2, "fca": 0.5}}
+    lines = format_table2(cues, vqa).splitlines()
+    assert lines[0].split() == ["Table", "2", "F1", "Text", "F7", "Light.", "Avg.", "All"]
+    labels = [line[:11].strip() for line in lines[2:]]
+    assert labels == ["VQA Det.", "VQA Sem.", "VQA Gnd.", "VQA Dec.", "VQA FCA", "VQA",
+                      "Orig. SR", "AVF", "VTR", "LFR", "UVF", "UVI"]
+    assert lines[2 + labels.index("VQA")].split()[1:] == ["25.0", "30.0", "27.5", "27.2"]
+    assert lines[2 + labels.index("AVF")].split()[1:] == ["50.0", "-", "50.0", "50.0"]
+    assert [line[:11].strip() for line in format_table2(cues, None).splitlines()[2:]] == \
+        ["Orig. SR", "AVF", "VTR", "LFR", "UVF", "UVI"]

@@ -12,7 +12,10 @@ under `authorized` and `no_language` (visual cue following's upper bound: AVF an
 the oracle's own success on the cue tasks), the language under `original` and `conflict`
 (unauthorized following's lower bound: UVF 0). Then the rows of every run are merged
 (`evaluation.cue_metrics`) into OUTPUT/cue_table.txt and cue_metrics.json and printed, with
-the instances per family and variant and the trials each run skipped.
+the instances per family and variant and the trials each run skipped. With `--vqa SPEC` a VQA
+backend also answers Part I-A on the same tasks and families (`vla-bridge vqa --benchmark
+libero`, into OUTPUT/vqa, frames in OUTPUT/frames), and OUTPUT/table2.txt gives all four
+parts in one table: the VQA rows above the closed-loop ones, as the paper's Table 2.
 
 It prints figures and asserts nothing. A learned policy (`--policy openpi?...`) gets no
 `oracle_follow`; it sees what the protocol shows it.
@@ -26,7 +29,7 @@ import time
 from pathlib import Path
 
 from vla_bridge.benchmarks.vifo.protocols import DEFAULT_VARIANTS
-from vla_bridge.evaluation.cue_metrics import format_cue_tables, write_cue_metrics
+from vla_bridge.evaluation.cue_metrics import format_cue_tables, format_table2, write_cue_metrics
 from vla_bridge.evaluation.run_dir import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,8 +60,16 @@ def launch(out: Path, protocol: str, family: str | None, policy: str, suites: st
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
 
 
+def part_i_a(root: Path, vqa: str, suites: str, tasks: str, inits: str, fams) -> dict:
+    """Part I-A on the same tasks, each family at its default variant (OUTPUT/vqa)."""
+    from vla_bridge.evaluation.vqa.libero import run_libero_vqa
+    cues = [(f, DEFAULT_VARIANTS[f]) for f in fams]
+    return run_libero_vqa(vqa, root / "frames", suites, tasks, cues, inits,
+                          output=root / "vqa", name=vqa)
+
+
 def protocol_table(output: str, suites: str, tasks: str, inits: str, families: str,
-                   protocols: str, policy: str) -> int:
+                   protocols: str, policy: str, vqa: str = "") -> int:
     root = Path(output)
     fams = [f.strip() for f in families.split(",") if f.strip()]
     unknown = [f for f in fams if f not in DEFAULT_VARIANTS]
@@ -95,5 +106,12 @@ def protocol_table(output: str, suites: str, tasks: str, inits: str, families: s
         print(f"mean episode wall time {sum(walls) / len(walls):.1f} s"
               + (f"; cue insertion {sum(inserts) / len(inserts):.2f} ms per observation "
                  "(both cameras)" if inserts else ""))
-    print(f"tables: {root / 'cue_table.txt'}")
+    if vqa:
+        t0 = time.perf_counter()
+        vqa_metrics = part_i_a(root, vqa, suites, tasks, inits, fams)
+        table = format_table2(metrics, vqa_metrics)
+        (root / "table2.txt").write_text(table + "\n")
+        print(f"\nTable 2: Part I-A ({vqa}, {vqa_metrics['overall']['instances']} instances, "
+              f"{time.perf_counter() - t0:.0f} s) above Parts I-B, II-A, II-B:\n{table}")
+    print(f"tables: {root / 'cue_table.txt'}" + (f", {root / 'table2.txt'}" if vqa else ""))
     return 0

@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="libero-vifo: cue families, each at its default variant")
     parser.add_argument("--protocols", default="original,authorized,conflict,no_language",
                         help="libero-vifo: protocols to run")
+    parser.add_argument("--vqa", default="",
+                        help="libero-vifo: a VQA backend spec (random, http?url=...) that also "
+                             "answers Part I-A on the same tasks: table2.txt has all four parts")
     parser.add_argument("--suite", default="libero_spatial,libero_object,libero_goal,libero_10",
                         help="libero: comma-separated LIBERO suites")
     parser.add_argument("--tasks", default="", help="libero: task numbers per suite, e.g. 0-9")
@@ -48,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         from vla_bridge.bench import libero_vifo
         return libero_vifo.protocol_table(args.output or "runs/libero_vifo", args.suite,
                                           args.tasks, args.inits, args.families,
-                                          args.protocols, args.policy or "libero_oracle")
+                                          args.protocols, args.policy or "libero_oracle",
+                                          args.vqa)
     if args.which == "libero":
         from vla_bridge.bench import libero
         return libero.speed(args.suite, args.tasks, args.inits, graph=not args.no_graph)

@@ -24,7 +24,7 @@ from vla_bridge.benchmarks.task_roles import ROLE_LABELS, role_rows, roles_of
 from vla_bridge.benchmarks.vifo.protocols import cue_metrics, format_cue_table
 from vla_bridge.evaluation.run_dir import read_jsonl
 
-__all__ = ["write_cue_metrics", "task_metrics", "format_task_table", "main"]
+__all__ = ["write_cue_metrics", "task_metrics", "format_task_table", "format_table2", "main"]
 
 #: INT-ACT rates of the task table: (key of summarize_intact, column)
 _INTACT_COLUMNS = (("intention_correct_rate", "intention"), ("grasp_success_rate", "grasp"),
@@ -91,6 +91,34 @@ def format_cue_tables(metrics: dict) -> str:
     """The Table-2 text plus the instance count per family and variant."""
     counts = ", ".join(f"{k} {n}" for k, n in metrics.get("instances", {}).items())
     return format_cue_table(metrics) + (f"\ninstances: {counts}" if counts else "")
+
+
+#: Part I-A rows of Table 2: (key of the VQA metrics, label)
+VQA_ROWS = (("detection", "VQA Det."), ("semantics", "VQA Sem."), ("grounding", "VQA Gnd."),
+            ("decision", "VQA Dec."), ("fca", "VQA FCA"), ("vqa", "VQA"))
+
+
+def format_table2(cues: dict | None, vqa: dict | None) -> str:
+    """The paper's Table 2 as text: Part I-A's VQA rows (``vqa``: ``vqa.vqa_metrics``) above
+    the closed-loop rows of Parts I-B, II-A and II-B (``cues``: ``cue_metrics``), one column
+    per family of either, then Avg. (macro) and All (pooled); "-" where a part has no
+    figure."""
+    from vla_bridge.benchmarks.vifo.protocols import METRICS, family_table
+    parts = [("vqa:", VQA_ROWS, vqa), ("", METRICS, cues)]
+    fams = sorted({f for _, _, m in parts if m for f in m["by_family"]})
+    merged = {"by_family": {f: {} for f in fams}, "average": {}, "overall": {}}
+    rows = []
+    for prefix, keys, m in parts:
+        if not m:
+            continue
+        rows += [(prefix + key, label) for key, label in keys]
+        for f in fams:
+            merged["by_family"][f].update({prefix + k: v for k, v in
+                                           m["by_family"].get(f, {}).items()})
+        for scope in ("average", "overall"):
+            merged[scope].update({prefix + k: v for k, v in m.get(scope, {}).items()})
+    lines, _ = family_table(merged, rows, "Table 2")
+    return "\n".join(lines)
 
 
 def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -> dict:

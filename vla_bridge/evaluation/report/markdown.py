@@ -147,9 +147,7 @@ def _intact(report: dict) -> list[str]:
     return out + [""]
 
 
-#: Part I-A rows of the report's Table 2: (key of the VQA metrics, label)
-VQA_ROWS = (("detection", "VQA Det."), ("semantics", "VQA Sem."), ("grounding", "VQA Gnd."),
-            ("decision", "VQA Dec."), ("fca", "VQA FCA"), ("vqa", "VQA"))
+from vla_bridge.evaluation.cue_metrics import VQA_ROWS  # noqa: E402 - Part I-A rows of Table 2
 
 
 def _family_rows(metrics: dict, keys, fams: list[str]) -> list[list[str]]:
