@@ -134,8 +134,7 @@ class PolicyNode(Node):
     def answer_ready(self) -> None:
         """Send ``ready`` once the status reaches the evaluator and the chunks the sim
         (``vla_bridge.ros.reach``)."""
-        episode, fields = self.episode, dict(self.ready_fields)
-        self.ready_gate.answer(lambda: self.status(C.STATUS_READY, episode=episode, **fields))
+        self.ready_gate.send_ready(self.status, self.episode, self.ready_fields)
 
     def reach_checks(self) -> list:
         return [(self.pub_status, reach.publishing_nodes(self, C.TOPIC_EPISODE_CONTROL)),

@@ -97,8 +97,7 @@ class LiberoSimNode(Node):
 
     def answer_ready(self) -> None:
         """Send the episode's ``ready`` once this node's writers reach their readers."""
-        episode, fields = self.episode, dict(self.ready_fields)
-        self.ready_gate.answer(lambda: self.status(C.STATUS_READY, episode=episode, **fields))
+        self.ready_gate.send_ready(self.status, self.episode, self.ready_fields)
 
     def begin(self, ctl: dict) -> None:
         task = ctl["task"]

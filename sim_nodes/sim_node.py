@@ -141,8 +141,7 @@ class SimNode(Node):
 
     def answer_ready(self) -> None:
         """Send the episode's ``ready`` once this node's writers reach their readers."""
-        episode, fields = self.episode, dict(self.ready_fields)
-        self.ready_gate.answer(lambda: self.status(C.STATUS_READY, episode=episode, **fields))
+        self.ready_gate.send_ready(self.status, self.episode, self.ready_fields)
 
     def episode_writers(self) -> list:
         """The writers an episode needs delivered (the ready gate waits for their readers)."""

@@ -14,9 +14,12 @@ its topic, and the writer has matched every listed subscription whose QoS it can
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from rclpy.qos import QoSCompatibility, qos_check_compatible
+
+from vla_bridge import contract as C
 
 __all__ = ["REACH_TIMEOUT_S", "ReadyGate", "node_names", "publishing_nodes", "unreached"]
 
@@ -96,6 +99,12 @@ class ReadyGate:
         else:
             self.timer.reset()
 
+    def send_ready(self, status: Callable, episode: str | None, fields: dict) -> None:
+        """``answer`` with ``status(ready, episode=episode, **fields)``: the episode and fields
+        as they are now (a later begin must not change what this answer says)."""
+        fields = dict(fields)
+        self.answer(lambda: status(C.STATUS_READY, episode=episode, **fields))
+
     def cancel(self) -> None:
         """Drop an answer still waiting (the episode ended or was replaced)."""
         self.pending = None
@@ -116,6 +125,6 @@ class ReadyGate:
         self.timer.cancel()
         send()
 
-    def _now(self) -> float:
-        import time
+    @staticmethod
+    def _now() -> float:
         return time.monotonic()

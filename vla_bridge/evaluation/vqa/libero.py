@@ -145,14 +145,17 @@ class LiberoVqaScene:
                              f"{', '.join(EMBODIMENT.camera_names)}")
         self.frames, self.camera, self.catalog = Path(frames), camera, catalog
         self._model = None
+        self._frame: tuple | None = None  # (task, image, world): every cue of a task reads it
 
     def frame(self, task: LiberoVqaTask) -> tuple[np.ndarray, WorldState]:
-        from vla_bridge.sim_nodes.libero_frames import frame_path
-        path = frame_path(self.frames, task.suite, task.index, task.init)
-        with np.load(path) as data:
-            image = np.array(data[f"image_{self.camera}"])
-            world = world_from_dict(json.loads(str(data["world_json"])))
-        return image, world
+        if self._frame is None or self._frame[0] != task:
+            from vla_bridge.sim_nodes.libero_frames import frame_path
+            path = frame_path(self.frames, task.suite, task.index, task.init)
+            with np.load(path) as data:
+                image = np.array(data[f"image_{self.camera}"])
+                world = world_from_dict(json.loads(str(data["world_json"])))
+            self._frame = (task, image, world)
+        return self._frame[1], self._frame[2]
 
     def shoot(self, inst):
         entry = self.catalog[inst.task.suite][inst.task.index]
