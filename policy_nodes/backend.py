@@ -2,19 +2,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from vla_bridge.embodiment.world import WorldState
+from vla_bridge.embodiment.world import Observation
 
-
-@dataclass
-class Observation:
-    state: np.ndarray  # (D,) measured joints, contract order
-    images: dict[str, np.ndarray] = field(default_factory=dict)  # camera -> (H, W, 3) uint8
-    stamp: float = 0.0
-    world: WorldState | None = None  # privileged; only the oracle may look
+__all__ = ["Observation", "PolicyBackend"]  # Observation lives in embodiment.world
 
 
 class PolicyBackend(ABC):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+from vla_bridge.embodiment.world import Observation
+from vla_bridge.policy_nodes.backend import PolicyBackend
 
 
 class HoldPolicy(PolicyBackend):

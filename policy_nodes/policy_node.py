@@ -23,7 +23,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages, reach
-from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.registry import make_policy
 

@@ -17,14 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+from vla_bridge.embodiment.world import Observation
+from vla_bridge.policy_nodes.backend import PolicyBackend
 
 POLICIES = {
     "oracle": "vla_bridge.policy_nodes.oracle:OraclePolicy",
     "hold": "vla_bridge.policy_nodes.hold:HoldPolicy",
-    "openpi": "vla_bridge.policy_nodes.openpi_backend:OpenPIPolicy",
+    "openpi": "vla_bridge.policy_nodes.openpi.client:OpenPIPolicy",
     "torch": "vla_bridge.policy_nodes.torch_policy:TorchPolicy",
-    "lerobot": "vla_bridge.policy_nodes.lerobot_backend:LeRobotPolicy",
+    "lerobot": "vla_bridge.policy_nodes.lerobot.backend:LeRobotPolicy",
     "replay": "vla_bridge.policy_nodes.registry:ReplayPolicy",
     # LIBERO (embodiment libero_panda): privileged pick-and-place over OSC deltas
     "libero_oracle": "vla_bridge.policy_nodes.oracle.libero:LiberoOracle",

@@ -20,7 +20,7 @@ Image + state + instruction -> action chunk ``[H, 14]``:
 Checkpoint: a directory with ``config.json`` (``TinyPolicyConfig`` fields plus
 ``format``) and ``weights.pt`` (a ``state_dict`` saved by ``torch.save``, loaded with
 ``weights_only=True``). ``TorchPolicy(checkpoint=DIR)`` loads it; ``save_checkpoint``
-writes it; `vla-bridge train` (evaluation/train.py) trains one on a LeRobot dataset.
+writes it; `vla-bridge train` (data/train.py) trains one on a LeRobot dataset.
 """
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from vla_bridge import contract as C
-from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+from vla_bridge.embodiment.world import Observation
+from vla_bridge.policy_nodes.backend import PolicyBackend
 
 FORMAT = "vla_bridge.tiny_policy/2"  # /1: no FiLM or spatial softmax (retrain)
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "weights.pt"

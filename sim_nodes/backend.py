@@ -20,7 +20,7 @@ class SimBackend(ABC):
         """Build/restore the scene with the layout's objects jittered by `seed`; arms at home.
 
         `cue_objects`: scene-instantiated visual cues for this episode
-        (`benchmarks.vifo.protocols.SceneCueObject`, e.g. from `episode_scene_cues`); a backend that
+        (`benchmarks.vifo.scene_cards.SceneCueObject`, e.g. from `episode_scene_cues`); a backend that
         cannot show them raises NotImplementedError when any are given."""
 
     @abstractmethod

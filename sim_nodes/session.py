@@ -32,7 +32,7 @@ import numpy as np
 from vla_bridge import contract
 from vla_bridge.embodiment.limits import JointLimits, load_sim_limits
 from vla_bridge.embodiment.workcell import arm_slice, home_command
-from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.embodiment.world import Observation
 from vla_bridge.sim_nodes.backend import SimBackend
 
 

@@ -44,19 +44,11 @@ from visualization_msgs.msg import MarkerArray
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.ros.episode_control import control_handler, sim_ready_gate
+from vla_bridge.sim_nodes.registry import make_backend
 from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
 BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_control)
 REAL_TIME_OBSERVATION_PERIOD = 10  # observation_period 0 in real time
-BACKENDS = {"mujoco": "vla_bridge.sim_nodes.mujoco_backend:MujocoBackend",
-            "sapien": "vla_bridge.sim_nodes.sapien_backend:SapienBackend"}
-
-
-def make_backend(name: str, **kwargs):
-    if name not in BACKENDS:
-        raise ValueError(f"unknown sim backend {name!r}; available: {sorted(BACKENDS)}")
-    module, cls = BACKENDS[name].split(":")
-    return getattr(__import__(module, fromlist=[cls]), cls)(**kwargs)
 
 
 class SimNode(Node):
@@ -187,7 +179,7 @@ class SimNode(Node):
                                   out_dir=self.cue_texture_dir)
         if ctl.get("cue_placement") != "scene" or not ctl.get("cue_task"):
             return cards
-        from vla_bridge.benchmarks.vifo.protocols import episode_scene_cues
+        from vla_bridge.benchmarks.vifo.scene_cards import episode_scene_cues
         from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
         return cards + episode_scene_cues(TaskSpec.from_dict(ctl["cue_task"]),
                                           ctl.get("cue_family") or "", ctl.get("cue_variant") or "",

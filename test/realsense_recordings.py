@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vla_bridge.robot_nodes import realsense_io as rio
+from vla_bridge.robot_nodes.realsense import realsense_io as rio
 
 rs = rio.import_pyrealsense2()  # after rclpy: see realsense_io's notes
 

@@ -6,12 +6,16 @@ Layers, bottom-up (each package's __init__ docstring says the same):
     embodiment   kinematics, workcell, cameras, world state, the episode record
     ros          messages, QoS, launch graphs, the own launcher, DDS helpers   (+ embodiment)
     benchmarks   RoboFollow, INT-ACT, LIBERO-VIFO: pure logic                    (+ embodiment)
-    nodes        sim_nodes, policy_nodes, robot_nodes                           (+ ros, benchmarks)
-    evaluation   run directory, evaluator node, reports, VQA runner, pilot      (+ nodes)
-    tools        cli, bench, campaign (Ray orchestration of whole graphs)      (anything)
+    nodes        sim_nodes, policy_nodes, robot_nodes: siblings, none imports another
+                                                                                (+ ros, benchmarks)
+    evaluation   the run engine: run directory, episodes, evaluator nodes        (+ nodes)
+    data         recording, bags, export, demos, training, the live viewer      (+ evaluation)
+    vqa          LIBERO-VIFO's Part I-A: cue questions to a VLM                 (+ evaluation)
+    reporting    reports, paired statistics, the pilot report and console        (+ data, vqa)
+    tools        cli, perf, campaign (Ray orchestration of whole graphs)        (anything)
 
 ROS client libraries and message packages are imported only by `ros/`, node modules
-(`*_node.py`), `bench/` and the few ROS shells listed in ROS_SHELLS; everything else is pure
+(`*_node.py`), `perf/` and the few ROS shells listed in ROS_SHELLS; everything else is pure
 logic that tests drive without DDS. Imports inside functions count too.
 """
 from __future__ import annotations
@@ -24,21 +28,27 @@ REPO = Path(__file__).resolve().parents[1]
 MAPPED_FOLDERS = ("sim_nodes", "policy_nodes", "robot_nodes")  # setup.py maps them under vla_bridge
 NODE_PACKAGES = {f"vla_bridge.{folder}" for folder in MAPPED_FOLDERS}
 
-LAYERS = ("foundation", "embodiment", "ros", "benchmarks", "nodes", "evaluation", "tools")
+LAYERS = ("foundation", "embodiment", "ros", "benchmarks", "nodes", "evaluation", "data", "vqa",
+          "reporting", "tools")
+_BELOW_NODES = {"foundation", "embodiment", "ros", "benchmarks"}
+_ENGINE = _BELOW_NODES | {"nodes", "evaluation"}
 ALLOWED = {
     "foundation": {"foundation"},
     "embodiment": {"foundation", "embodiment"},
     "ros": {"foundation", "embodiment", "ros"},
     "benchmarks": {"foundation", "embodiment", "benchmarks"},
-    "nodes": {"foundation", "embodiment", "ros", "benchmarks", "nodes"},
-    "evaluation": {"foundation", "embodiment", "ros", "benchmarks", "nodes", "evaluation"},
+    "nodes": _BELOW_NODES | {"nodes"},  # and only its own node folder (node_folder)
+    "evaluation": _ENGINE,
+    "data": _ENGINE | {"data"},
+    "vqa": _ENGINE | {"vqa"},
+    "reporting": _ENGINE | {"data", "vqa", "reporting"},
     "tools": set(LAYERS),
 }
 ROS_PACKAGES = {"rclpy", "rosgraph_msgs", "sensor_msgs", "std_msgs", "std_srvs", "geometry_msgs",
                 "trajectory_msgs", "visualization_msgs", "builtin_interfaces", "rosidl_runtime_py"}
 # Modules outside ros/ and *_node.py that talk to ROS, and why.
 ROS_SHELLS = {
-    "vla_bridge.robot_nodes.realsense_io": "loads rclpy before pyrealsense2 (shared-library order)",
+    "vla_bridge.robot_nodes.realsense.realsense_io": "loads rclpy before pyrealsense2 (shared-library order)",
     "vla_bridge.evaluation.cue_overlay": "the evaluator's overlay: cued images in and out as messages",
 }
 MAX_MODULE_LINES = 600
@@ -54,8 +64,14 @@ def layer_of(module: str) -> str | None:
     if ".".join(parts[:2]) in NODE_PACKAGES:
         return "nodes"
     return {"embodiment": "embodiment", "ros": "ros", "benchmarks": "benchmarks",
-            "evaluation": "evaluation", "cli": "tools", "bench": "tools",
-            "campaign": "tools"}.get(parts[1], "unknown")
+            "evaluation": "evaluation", "data": "data", "vqa": "vqa", "reporting": "reporting",
+            "cli": "tools", "perf": "tools", "campaign": "tools"}.get(parts[1], "unknown")
+
+
+def node_folder(module: str) -> str | None:
+    """sim_nodes, policy_nodes or robot_nodes for a node module (None: not a node module)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and ".".join(parts[:2]) in NODE_PACKAGES else None
 
 
 def source_files(root: Path):
@@ -105,7 +121,44 @@ def violations(root: Path) -> list[str]:
             target = layer_of(name)
             if target is not None and target not in ALLOWED.get(layer, set()):
                 problems.append(f"{module} ({layer}) imports {name} ({target})")
+            elif layer == target == "nodes" and node_folder(name) != node_folder(module):
+                problems.append(f"{module} ({node_folder(module)}) imports {name} "
+                                f"({node_folder(name)}): node folders are siblings")
     return problems
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Every strongly connected group of our modules that import each other, lazily or not
+    (a package counts as importing what its __init__ imports)."""
+    known = {name for name, _ in source_files(root)}
+    graph = {m: sorted(imported_modules(m, p, known) & known - {m}) for m, p in source_files(root)}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(cycles)
 
 
 def oversized_modules(root: Path) -> list[str]:
@@ -123,6 +176,10 @@ def test_every_module_has_a_known_layer():
 
 def test_the_repository_keeps_its_layering():
     assert violations(REPO) == []
+
+
+def test_no_two_modules_import_each_other():
+    assert import_cycles(REPO) == []
 
 
 def test_no_module_is_over_600_lines():
@@ -196,3 +253,35 @@ def test_the_size_check_catches_a_long_module(tmp_path):
     root = _tree(tmp_path, {"vla_bridge/__init__.py": "",
                             "vla_bridge/report.py": "x = 1\n" * (MAX_MODULE_LINES + 1)})
     assert oversized_modules(root) == [f"vla_bridge.report: {MAX_MODULE_LINES + 1} lines"]
+
+
+def test_the_check_catches_a_node_folder_importing_its_sibling(tmp_path):
+    """sim_nodes importing policy_nodes (as sim_nodes.session once did for Observation) fails;
+    a node folder importing within itself, or a layer below, passes."""
+    root = _tree(tmp_path, {
+        "vla_bridge/__init__.py": "",
+        "vla_bridge/embodiment/__init__.py": "",
+        "vla_bridge/embodiment/world.py": "",
+        "sim_nodes/__init__.py": "",
+        "sim_nodes/session.py": "from vla_bridge.policy_nodes.backend import Observation\n"
+                                "from vla_bridge.embodiment.world import WorldState\n"
+                                "from vla_bridge.sim_nodes.mujoco import backend\n",
+        "sim_nodes/mujoco/__init__.py": "",
+        "sim_nodes/mujoco/backend.py": "",
+        "policy_nodes/__init__.py": "",
+        "policy_nodes/backend.py": "",
+    })
+    assert violations(root) == [
+        "vla_bridge.sim_nodes.session (sim_nodes) imports vla_bridge.policy_nodes.backend "
+        "(policy_nodes): node folders are siblings"]
+
+
+def test_the_cycle_check_catches_a_lazy_cycle(tmp_path):
+    root = _tree(tmp_path, {
+        "vla_bridge/__init__.py": "",
+        "vla_bridge/benchmarks/__init__.py": "",
+        "vla_bridge/benchmarks/a.py": "from vla_bridge.benchmarks import b\n",
+        "vla_bridge/benchmarks/b.py": "def f():\n    from vla_bridge.benchmarks.a import g\n",
+        "vla_bridge/benchmarks/c.py": "from vla_bridge.benchmarks import a\n",
+    })
+    assert import_cycles(root) == [["vla_bridge.benchmarks.a", "vla_bridge.benchmarks.b"]]

@@ -113,11 +113,11 @@ TOPIC_EPISODE_CONTROL = f"{NS}/episode/control"  # std_msgs/String JSON, evaluat
 TOPIC_EPISODE_STATUS = f"{NS}/episode/status"  # std_msgs/String JSON, sim/robot -> evaluator
 TOPIC_POLICY_STATUS = f"{NS}/policy/status"  # std_msgs/String JSON, policy -> evaluator
 #: std_msgs/Header (stamp: the policy node's clock), 50 Hz from the policy node's own thread:
-#: the robot node holds the arms when it goes silent (robot_nodes/piper_node.py)
+#: the robot node holds the arms when it goes silent (robot_nodes/piper/piper_node.py)
 TOPIC_POLICY_HEARTBEAT = f"{NS}/policy/heartbeat"
 #: Real graph: the PiPER node's own episode status (wall-clock ready / chunk_done / done) is
 #: remapped here; the tracker node relays the full protocol on TOPIC_EPISODE_STATUS with a
-#: tick count that matches the frames it published (robot_nodes/tracker_node.py).
+#: tick count that matches the frames it published (robot_nodes/tracker/tracker_node.py).
 TOPIC_ROBOT_EPISODE_STATUS = f"{NS}/robot/episode_status"
 
 
@@ -313,7 +313,7 @@ def _check_fields(payload: dict, types: dict, require=(), prefix: str = "") -> N
 
 
 # ------------------------------------------------------------------------- recording
-# What `record:=true` writes into each episode's rosbag2 bag (evaluation/recorder_node.py):
+# What `record:=true` writes into each episode's rosbag2 bag (data/recorder_node.py):
 # every topic an episode uses, with its ROS 2 message type. Status of the recorder itself:
 #   {"kind": "recording", "episode": str}   (the episode's bag is open)
 #   {"kind": "recorded", "episode": str, "bag": str, "messages": int}   (closed and complete)

@@ -9,7 +9,8 @@ from importlib import import_module
 import numpy as np
 
 from vla_bridge import contract
-from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+from vla_bridge.embodiment.world import Observation
+from vla_bridge.policy_nodes.backend import PolicyBackend
 from vla_bridge.policy_nodes.oracle.primitives import PlanningError
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 

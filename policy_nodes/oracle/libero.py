@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from vla_bridge import contract as C
-from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+from vla_bridge.embodiment.world import Observation
+from vla_bridge.policy_nodes.backend import PolicyBackend
 
 POS_SCALE = 0.05  # m per unit action (OSC_POSE output_max)
 ROT_SCALE = 0.5  # rad per unit action

@@ -68,7 +68,7 @@ def test_numpy_fk_matches_mujoco_site():
     """One joint vector means the same TCP pose in our kinematics and in the simulated arm."""
     mujoco = pytest.importorskip("mujoco")
     from vla_bridge.benchmarks.robofollow.scenes import load_scene
-    from vla_bridge.sim_nodes.mujoco_model import build_mjcf
+    from vla_bridge.embodiment.mjcf import build_mjcf
     scene = load_scene("scene1")
     objects = scene.layout_objects("default")
     model = mujoco.MjModel.from_xml_string(

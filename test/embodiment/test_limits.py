@@ -10,7 +10,7 @@ from vla_bridge.embodiment.limits import (RULE_GRIPPER, RULE_JOINT_LIMIT, RULE_S
                                           JointLimits, load_joint_limits, load_sim_limits,
                                           read_safety_file)
 from vla_bridge.embodiment.workcell import HOME_ARM_Q
-from vla_bridge.robot_nodes.safety import SafetyFilter, load_safety_params
+from vla_bridge.robot_nodes.piper.safety import SafetyFilter, load_safety_params
 
 HOME = np.concatenate([HOME_ARM_Q, [1.0]])
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
 from vla_bridge.sim_nodes.session import SimSession
 
 

@@ -23,7 +23,7 @@ from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, row_scores, row_task
 from vla_bridge.benchmarks.vifo.protocols import cue_metrics, episode_record
 from vla_bridge.embodiment.episode_record import load_episode
 from vla_bridge.evaluation.cue_run import CueRun
-from vla_bridge.evaluation.report.tables import intact_tables, results_table, task_tables
+from vla_bridge.reporting.tables import intact_tables, results_table, task_tables
 
 SUITE = load_suite()
 NEW_FIELDS = ("language_task", "cue_task", "scored_task", "scores")
@@ -197,8 +197,8 @@ def test_failed_episodes_and_failed_scorers_score_zero_with_the_reason():
 def test_the_report_names_each_metrics_task(conflict):
     """The report of a conflict run: IS / ES / CR and INT-ACT per task, each table naming it.
     (The old report read INT-ACT "intention 0 %, success 100 %" here.)"""
-    from vla_bridge.evaluation.report import build_report
-    from vla_bridge.evaluation.report.markdown import format_markdown
+    from vla_bridge.reporting import build_report
+    from vla_bridge.reporting.markdown import format_markdown
     _, _, _, run_dir = conflict
     report = build_report(run_dir, n_boot=10)
     lang = report["intact"]["by_task"]["language"]["groups"]["all"]

@@ -1,4 +1,4 @@
-"""LIBERO-VIFO Part I-A runner (vla_bridge.evaluation.vqa) on real MuJoCo renders of Scene 1.
+"""LIBERO-VIFO Part I-A runner (vla_bridge.vqa) on real MuJoCo renders of Scene 1.
 
 Two Scene 1 tasks (a pick and a place) x F1 / F2 / F3 (each family's default variant) x one
 seed: the oracle reaches 100 % and the files are right; the random baseline's metrics agree
@@ -20,17 +20,17 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "egl")
 cv2 = pytest.importorskip("cv2")
 pytest.importorskip("mujoco")
-mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco_backend")
+mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco.backend")
 
 from vla_bridge.cli import main as cli_main  # noqa: E402
 from vla_bridge.benchmarks.vifo import (VQA_STAGES, project_anchors, project_point,  # noqa: E402
                                          region_to_pixels)
 from vla_bridge.benchmarks.vifo.families import FAMILIES  # noqa: E402
 from vla_bridge.benchmarks.vifo.protocols import UNSUPPORTED_IN_GRAPH  # noqa: E402
-from vla_bridge.evaluation.vqa import (EXAMPLES_DIR, METRICS_FILE, RESULTS_FILE, TABLE_FILE,  # noqa: E402
+from vla_bridge.vqa import (EXAMPLES_DIR, METRICS_FILE, RESULTS_FILE, TABLE_FILE,  # noqa: E402
                                  RandomVqa, VqaBackend, VqaBackendUnavailable, VqaInstance,
                                  make_vqa_backend, parse_cues, read_rows, run_vqa)
-from vla_bridge.evaluation.vqa.instances import VqaScene, cued_image, plan_instances  # noqa: E402,E501
+from vla_bridge.vqa.instances import VqaScene, cued_image, plan_instances  # noqa: E402,E501
 from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: E402
 
 TASK_IDS = ["L0_pickup_yellow_block_1_left", "L0_place_yellow_block_1_behind_red_cylinder"]
@@ -308,7 +308,7 @@ def test_specs_and_cue_choices():
         make_vqa_backend("random?temperature=1")
     with pytest.raises(ValueError, match="cannot be loaded"):
         make_vqa_backend("no_such_pkg.mod:Model")
-    b = make_vqa_backend("vla_bridge.evaluation.vqa.backends:RandomVqa?seed=5")
+    b = make_vqa_backend("vla_bridge.vqa.backends:RandomVqa?seed=5")
     assert isinstance(b, RandomVqa) and b.seed == 5
     assert make_vqa_backend("http?url=http://h:1/v&timeout=2").timeout == 2.0
     with pytest.raises(ValueError, match="unknown cue family 'F9'"):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from vla_bridge.benchmarks.robofollow.tasks import load_suite
-from vla_bridge.evaluation import demos as D
-from vla_bridge.evaluation import lerobot_export as X
+from vla_bridge.data import demos as D
+from vla_bridge.data import lerobot_export as X
 
 pytest.importorskip("lerobot")
 TASKS = ("pickup_red_cylinder", "stack_left_cube_on_red_cylinder")
@@ -65,7 +65,7 @@ def test_a_rerun_resumes_and_a_changed_plan_is_refused(generated):
 
 def test_an_episode_the_scorer_does_not_mark_complete_is_not_kept():
     """Without its instruction the oracle performs another training task of the scene."""
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     from vla_bridge.sim_nodes.session import SimSession
 
     task = next(t for t in load_suite().training_tasks("scene2") if t.id == TASKS[0])
@@ -84,7 +84,7 @@ def test_an_episode_the_scorer_does_not_mark_complete_is_not_kept():
 def test_a_seed_the_oracle_cannot_plan_is_rejected_not_fatal():
     """Seed 21216's jitter puts Scene 2's red cylinder out of the left arm's IK reach (found
     by the 800-episode Scene 2 run, where it used to stop the whole task)."""
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     from vla_bridge.sim_nodes.session import SimSession
 
     task = next(t for t in load_suite().training_tasks("scene2")

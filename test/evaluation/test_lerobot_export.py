@@ -10,7 +10,7 @@ import pytest
 
 import graph_runs
 from vla_bridge import contract as C
-from vla_bridge.evaluation import lerobot_export as X
+from vla_bridge.data import lerobot_export as X
 
 pytest.importorskip("lerobot")
 TASK = "L0_place_yellow_block_1_behind_red_sphere"

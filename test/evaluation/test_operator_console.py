@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vla_bridge.evaluation import operator_console as oc
-from vla_bridge.evaluation.pilot_report import wilson_interval
+from vla_bridge.reporting import operator_console as oc
+from vla_bridge.reporting.pilot_report import wilson_interval
 
 PICK = "Use your right arm to pick up the blue cube."
 STACK = "Use your right arm to stack the blue cylinder onto the blue cube."

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from vla_bridge.evaluation.pilot_report import wilson_interval
-from vla_bridge.evaluation.report.common import ReportError
-from vla_bridge.evaluation.report.paired import (cohen_kappa, format_paired_console,
+from vla_bridge.reporting.pilot_report import wilson_interval
+from vla_bridge.reporting.common import ReportError
+from vla_bridge.reporting.paired import (cohen_kappa, format_paired_console,
                                                  format_paired_markdown, mcnemar_exact_p,
                                                  newcombe_paired_interval, overall, pair_trials,
                                                  paired_phi, paired_report)

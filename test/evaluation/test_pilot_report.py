@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from vla_bridge.evaluation.pilot_report import (Rate, TrialResult, format_report,
+from vla_bridge.reporting.pilot_report import (Rate, TrialResult, format_report,
                                                 instruction_category, move_legacy_report,
                                                 summarize, trials_from_counts,
                                                 trials_from_results, wilson_interval)

@@ -18,7 +18,7 @@ from test_episodes import TASK, make_run, results, run_json
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.provenance import (checkpoint_of, describe, fingerprint, git_commit,
                                               hardware_of)
-from vla_bridge.evaluation.report import build_report, format_console, format_markdown
+from vla_bridge.reporting import build_report, format_console, format_markdown
 from vla_bridge.ros import launcher
 from vla_bridge.ros.launch_args import ROBOFOLLOW_REAL, ROBOFOLLOW_SIM
 

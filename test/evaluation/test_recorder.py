@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from vla_bridge import contract as C
-from vla_bridge.evaluation import bags as B
+from vla_bridge.data import bags as B
 
 rclpy = pytest.importorskip("rclpy")
 
@@ -30,7 +30,7 @@ class _Graph:
         from sensor_msgs.msg import Image, JointState
         from std_msgs.msg import String
 
-        from vla_bridge.evaluation.recorder_node import RecorderNode
+        from vla_bridge.data.recorder_node import RecorderNode
         from vla_bridge.ros import messages
         self.context = rclpy.Context()
         rclpy.init(context=self.context, args=["--ros-args", "-p", f"output:={output}"])

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 from vla_bridge.evaluation.progress import Progress, format_duration, track
-from vla_bridge.evaluation.report import (DEFAULT_PAPER_MODEL, METRICS, ReportError, build_report,
+from vla_bridge.reporting import (DEFAULT_PAPER_MODEL, METRICS, ReportError, build_report,
                                           format_markdown, write_report)
-from vla_bridge.evaluation.report.common import load_rows
-from vla_bridge.evaluation.report.paper import load_paper, paper_model
-from vla_bridge.evaluation.report.tables import task_bootstrap
-from vla_bridge.evaluation.report.video_io import count_video_frames, video_codec
-from vla_bridge.evaluation.report.videos import render_episode_video
+from vla_bridge.reporting.common import load_rows
+from vla_bridge.reporting.paper import load_paper, paper_model
+from vla_bridge.reporting.tables import task_bootstrap
+from vla_bridge.reporting.video_io import count_video_frames, video_codec
+from vla_bridge.reporting.videos import render_episode_video
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_CSV = REPO.parent / "shared" / "robofollow" / "results_table1.csv"
@@ -335,7 +335,7 @@ def test_gif_when_mp4_cannot_be_written(real_episode, tmp_path, monkeypatch):
     def no_mp4(*args):
         raise RuntimeError("no encoder")
 
-    monkeypatch.setattr("vla_bridge.evaluation.report.videos.open_mp4", no_mp4)
+    monkeypatch.setattr("vla_bridge.reporting.videos.open_mp4", no_mp4)
     video = render_episode_video(store / relative, tmp_path / "clip", stride=100, trim_idle=False)
     assert video.format == "gif" and video.path.endswith("clip.gif") and "mp4 failed" in video.note
     assert video.frames == 6 and count_video_frames(video.path) == 6  # 0, 100, ..., 500

@@ -17,12 +17,13 @@ import pytest
 cv2 = pytest.importorskip("cv2")
 pytest.importorskip("mujoco")
 
-from vla_bridge.evaluation.report import build_report  # noqa: E402
-from vla_bridge.evaluation.report.video_io import Overlay  # noqa: E402
-from vla_bridge.evaluation.report.videos import _ghost_renderer  # noqa: E402
-from vla_bridge.evaluation.report.videos import render_episode_video, replay_frames  # noqa: E402
+from vla_bridge.reporting import build_report  # noqa: E402
+from vla_bridge.reporting.video_io import Overlay  # noqa: E402
+from vla_bridge.reporting.videos import _ghost_renderer  # noqa: E402
+from vla_bridge.reporting.videos import render_episode_video, replay_frames  # noqa: E402
 from vla_bridge.benchmarks.vifo import insert  # noqa: E402
 from vla_bridge.benchmarks.vifo import protocols as P  # noqa: E402
+from vla_bridge.benchmarks.vifo import scene_cards as SC  # noqa: E402
 from vla_bridge.benchmarks.vifo.families import qr_payload, region_to_pixels  # noqa: E402
 from vla_bridge.benchmarks.vifo.replay import CueConditioner, episode_cue, ghost_path  # noqa: E402
 
@@ -68,7 +69,7 @@ def runs(tmp_path_factory):
     F2 arrow) share one full authorized oracle episode (the oracle plans the cue task);
     "conflict" (F1 banner) is a short episode of the conflict partner; "scene" (no_language,
     F8 aruco, cue_placement scene) a short episode with the sim node's card on the table."""
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     from vla_bridge.sim_nodes.session import Budget, SimSession
     from vla_bridge.benchmarks.robofollow.tasks import Trial, episode_seed, load_suite
 
@@ -85,7 +86,7 @@ def runs(tmp_path_factory):
     try:
         record, score = _episode(session, plans["f8"], trial)
         short = _episode(session, conflict, trial, Budget(2, 20))
-        cards = P.episode_scene_cues(task, "F8", "aruco", trial.seed, out_dir=root / "sim_cards")
+        cards = SC.episode_scene_cues(task, "F8", "aruco", trial.seed, out_dir=root / "sim_cards")
         carded = _scene_card_episode(session, scene, trial, Budget(2, 20), cards)
     finally:
         session.backend.close()
@@ -99,7 +100,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def backend():
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     b = MujocoBackend()
     yield b
     b.close()
@@ -324,7 +325,7 @@ def test_report_cli_video_view(runs):
 
 def test_replay_renders_f3_ghosts_like_the_evaluator_did():
     """row["cue"]["ghosts"] says how the policy's F3 ghosts were made; the replay follows."""
-    from vla_bridge.sim_nodes.mujoco_ghosts import MirrorGhostRenderer
+    from vla_bridge.sim_nodes.mujoco.ghosts import MirrorGhostRenderer
     meta = {"scene": "scene1", "layout": "default", "seed": 3}
     spec = object()  # any cue: only "ghosts" decides
     renderer = _ghost_renderer(spec, {"ghosts": "rendered"}, meta)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from vla_bridge.cli import main
-from vla_bridge.evaluation import operator_console
-from vla_bridge.evaluation.pilot_report import PILOT_REPORT_NAME, pilot_report_path
-from vla_bridge.evaluation.report import build_report, write_report
+from vla_bridge.reporting import operator_console
+from vla_bridge.reporting.pilot_report import PILOT_REPORT_NAME, pilot_report_path
+from vla_bridge.reporting import build_report, write_report
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_TASK = "L0_pickup_yellow_block_3"  # the task of conftest.saved_oracle_episode

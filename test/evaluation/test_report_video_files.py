@@ -12,10 +12,10 @@ import pytest
 av = pytest.importorskip("av")
 
 from vla_bridge.embodiment.episode_record import EpisodeRecord  # noqa: E402
-from vla_bridge.evaluation.report import video_io  # noqa: E402
-from vla_bridge.evaluation.report.idle import (IDLE_MARGIN_S, active_length,  # noqa: E402
+from vla_bridge.reporting import video_io
+from vla_bridge.reporting.idle import (IDLE_MARGIN_S, active_length,  # noqa: E402
                                                last_motion)
-from vla_bridge.evaluation.report.video_io import (H264Writer, Mp4Writer, open_mp4,  # noqa: E402
+from vla_bridge.reporting.video_io import (H264Writer, Mp4Writer, open_mp4,  # noqa: E402
                                                    video_codec)
 
 PERIOD = 0.06  # the sim's control period (s)
@@ -98,7 +98,7 @@ def test_replayed_video_is_h264_and_its_idle_tail_cut(session, tmp_path):
     from vla_bridge.benchmarks.robofollow.tasks import episode_seed, load_suite
     from vla_bridge.embodiment.episode_record import save_episode
     from vla_bridge.evaluation.direct import run_episode_direct
-    from vla_bridge.evaluation.report.videos import render_episode_video
+    from vla_bridge.reporting.videos import render_episode_video
     from vla_bridge.policy_nodes.oracle import OraclePolicy
 
     task = load_suite().get("L0_pickup_yellow_block_3")

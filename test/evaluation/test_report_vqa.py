@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from vla_bridge.benchmarks.vifo.insertion import VQA_STAGES
-from vla_bridge.evaluation.report import build_report, format_markdown
-from vla_bridge.evaluation.vqa import format_vqa_table, vqa_metrics
+from vla_bridge.reporting import build_report, format_markdown
+from vla_bridge.vqa import format_vqa_table, vqa_metrics
 
 
 def episode(task, round_, cue=None):

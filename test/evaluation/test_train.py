@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import graph_runs
-from vla_bridge.evaluation import demos as D
-from vla_bridge.evaluation import train as T
+from vla_bridge.data import demos as D
+from vla_bridge.data import train as T
 
 pytest.importorskip("lerobot")
 TASK = "pickup_red_cylinder"

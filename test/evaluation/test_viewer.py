@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from vla_bridge import contract as C
-from vla_bridge.evaluation import foxglove_channels as F
+from vla_bridge.data import foxglove_channels as F
 
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("foxglove")
@@ -92,7 +92,7 @@ class _Graph:
 
 def _viewer_in(context):
     """A ViewerNode built on `context` (its parameters come from the context's arguments)."""
-    from vla_bridge.evaluation import viewer_node
+    from vla_bridge.data import viewer_node
     init = viewer_node.Node.__init__
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(viewer_node.Node, "__init__",
@@ -260,7 +260,7 @@ def test_the_viewer_runs_only_with_viewer_foxglove(capsys):
     assert cli.main(["launch", "robofollow_sim", "--dry-run", "--viewer", "foxglove",
                      "--viewer_port", "9001"]) == 0
     out = capsys.readouterr().out
-    assert "-m vla_bridge.evaluation.viewer_node --ros-args" in out
+    assert "-m vla_bridge.data.viewer_node --ros-args" in out
     assert "'port': 9001" in out.split("viewer_node:", 1)[1]
     assert cli.main(["launch", "robofollow_sim", "--dry-run", "viewer:=rviz"]) == 2
     assert "argument 'viewer' must be one of ['', 'foxglove'], got 'rviz'" in (

@@ -14,12 +14,12 @@ import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 pytest.importorskip("mujoco")
-mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco_backend")
+mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco.backend")
 
 from vla_bridge.benchmarks.robofollow.tasks import load_suite, select_tasks  # noqa: E402
 from vla_bridge.benchmarks.vifo.compatibility import missing  # noqa: E402
 from vla_bridge.benchmarks.vifo.insertion import VQA_STAGES  # noqa: E402
-from vla_bridge.evaluation.vqa import (NO_CUE, OracleVqa, parse_cues, plan_instances,  # noqa: E402
+from vla_bridge.vqa import (NO_CUE, OracleVqa, parse_cues, plan_instances,  # noqa: E402
                                        read_rows, run_vqa)
 
 SUITE = load_suite()

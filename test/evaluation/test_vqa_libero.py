@@ -1,4 +1,4 @@
-"""Part I-A on LIBERO's tasks (vla_bridge.evaluation.vqa.libero): objects and regions named
+"""Part I-A on LIBERO's tasks (vla_bridge.vqa.libero): objects and regions named
 as LIBERO's instructions name them, state changes asked as such, and (with .venv-libero) the
 whole run on real LIBERO frames: every instance's cue drawn, the oracle right on every
 question, the skipped variants listed, a rerun resumed."""
@@ -14,10 +14,10 @@ from vla_bridge.benchmarks.libero import vifo
 from vla_bridge.benchmarks.libero.protocol import STANDARD_SUITES, load_catalog
 from vla_bridge.embodiment.world import (CameraPose, ObjectState, TcpState, WorldState,
                                          world_from_dict, world_to_dict)
-from vla_bridge.evaluation.vqa.instances import parse_cues
-from vla_bridge.evaluation.vqa.libero import (LOOKS, plan_libero_instances, region_name,
+from vla_bridge.vqa.instances import parse_cues
+from vla_bridge.vqa.libero import (LOOKS, plan_libero_instances, region_name,
                                               run_libero_vqa)
-from vla_bridge.evaluation.vqa.questions import HOLD, vqa_questions
+from vla_bridge.vqa.questions import HOLD, vqa_questions
 
 REPO = Path(__file__).resolve().parents[2]
 LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"

@@ -1,4 +1,4 @@
-"""Part I-A questions that test understanding (vla_bridge.evaluation.vqa.questions / describe).
+"""Part I-A questions that test understanding (vla_bridge.vqa.questions / describe).
 
 Pure logic, no simulator: every RoboFollow task's layout (``grounding.layout_world``, bowls and
 labels included) seen by the synthetic ``cam_high``. Objects are named as they look, with a
@@ -14,15 +14,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from vla_bridge.bench.cues import cam_high_model
+from vla_bridge.perf.cues import cam_high_model
 from vla_bridge.benchmarks.robofollow.tasks import episode_seed, load_suite
 from vla_bridge.benchmarks.vifo.grounding import layout_world
 from vla_bridge.benchmarks.vifo.insertion import VQA_STAGES
 from vla_bridge.benchmarks.vifo.protocols import build_cue
 from vla_bridge.embodiment.world import ObjectState
-from vla_bridge.evaluation.vqa import (NO_CUE, describe_objects, parse_cues, plan_instances,
+from vla_bridge.vqa import (NO_CUE, describe_objects, parse_cues, plan_instances,
                                        vqa_questions)
-from vla_bridge.evaluation.vqa.questions import HOLD, REL_WORDS
+from vla_bridge.vqa.questions import HOLD, REL_WORDS
 
 CAM = cam_high_model()
 SUITE = load_suite()
@@ -174,7 +174,7 @@ def test_half_of_the_instances_ask_detection_about_the_cue_free_render():
 def test_answers_to_the_earlier_questions_are_not_resumed_into(tmp_path):
     """A directory of version-1 rows (index-named options, no cue-free detection) is refused
     before anything is rendered, so old and new answers never mix in one metrics file."""
-    from vla_bridge.evaluation.vqa import RESULTS_FILE, run_vqa
+    from vla_bridge.vqa import RESULTS_FILE, run_vqa
     old = {"instance": "t|F1|banner|1|cam_high", "stage": "detection", "backend": "random",
            "camera": "cam_high", "placement": "overlay"}
     (tmp_path / RESULTS_FILE).write_text(json.dumps(old) + "\n")

@@ -20,7 +20,7 @@ import pytest
 
 from lerobot_checkpoints import (ACTION_SPAN, SMOLVLM, save_tiny_checkpoint, save_tiny_smolvla,
                                  save_tiny_vlm)
-from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.embodiment.world import Observation
 
 pytestmark = pytest.mark.skipif(os.environ.get("VLA_BRIDGE_LEROBOT") == "0",
                                 reason="VLA_BRIDGE_LEROBOT=0: LeRobot not installed")
@@ -36,7 +36,7 @@ def observations(n: int, image_hw: tuple[int, int], seed: int = 0) -> list[Obser
 
 
 def backend(ckpt, **kwargs):
-    from vla_bridge.policy_nodes.lerobot_backend import LeRobotPolicy
+    from vla_bridge.policy_nodes.lerobot.backend import LeRobotPolicy
     policy = LeRobotPolicy(checkpoint=str(ckpt), control_period=DT, **kwargs)
     policy.reset()
     policy.set_instruction("pick up the yellow block")

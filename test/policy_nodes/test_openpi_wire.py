@@ -7,7 +7,7 @@ import pytest
 
 from vla_bridge import contract as C
 from vla_bridge.embodiment.workcell import home_command
-from vla_bridge.policy_nodes import openpi_backend as ob
+from vla_bridge.policy_nodes.openpi import wire as ob
 
 GRIPPERS = list(C.GRIPPER_INDEX.values())
 
@@ -48,7 +48,7 @@ def test_wire_is_float32_and_round_trips(gripper):
 
 
 def test_our_server_answers_float32_actions():
-    from vla_bridge.policy_nodes.serve import PolicyServer
+    from vla_bridge.policy_nodes.openpi.serve import PolicyServer
     server = PolicyServer("hold")
     state = home_command()
     obs = {"state": state, "prompt": "hold",

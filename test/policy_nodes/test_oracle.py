@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from vla_bridge.evaluation.direct import run_episode_direct
-from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.oracle import OraclePolicy
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
 from vla_bridge.sim_nodes.session import SimSession
 from vla_bridge.benchmarks.robofollow.tasks import episode_seed, load_suite
 

@@ -12,7 +12,7 @@ from vla_bridge.policy_nodes.oracle import PLANNERS, OraclePolicy
 from vla_bridge.policy_nodes.oracle.scene3 import plan_scene3
 from vla_bridge.embodiment.episode_record import FrameRecorder
 from vla_bridge.benchmarks.robofollow.scoring import score_episode
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
 from vla_bridge.sim_nodes.session import SimSession
 from vla_bridge.benchmarks.robofollow.tasks import episode_seed, load_suite
 from vla_bridge.embodiment.workcell import arm_slice

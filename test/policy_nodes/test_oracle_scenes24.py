@@ -10,7 +10,7 @@ from vla_bridge.evaluation.direct import run_episode_direct
 from vla_bridge.policy_nodes.oracle import OraclePolicy
 from vla_bridge.policy_nodes.oracle.scene2 import plan_scene2
 from vla_bridge.policy_nodes.oracle.scene4 import plan_scene4
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
 from vla_bridge.sim_nodes.session import SimSession
 from vla_bridge.benchmarks.robofollow.tasks import episode_seed, load_suite
 from vla_bridge.embodiment.workcell import arm_slice

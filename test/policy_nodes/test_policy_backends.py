@@ -22,7 +22,8 @@ import pytest
 from graph_runs import launch, results  # noqa: E402  (test/ is on sys.path)
 from serve_process import ServeProcess  # noqa: E402
 from vla_bridge import contract as C
-from vla_bridge.policy_nodes.backend import Observation, PolicyBackend
+from vla_bridge.embodiment.world import Observation
+from vla_bridge.policy_nodes.backend import PolicyBackend
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "L0_place_yellow_block_1_behind_red_sphere"
@@ -102,7 +103,7 @@ def hold_server():
 def test_real_openpi_client_drives_our_server(hold_server):
     from openpi_client.websocket_client_policy import WebsocketClientPolicy
 
-    from vla_bridge.policy_nodes.openpi_backend import aloha_action_gripper_to_contract
+    from vla_bridge.policy_nodes.openpi.wire import aloha_action_gripper_to_contract
     with urllib.request.urlopen(f"http://127.0.0.1:{hold_server.port}/healthz", timeout=5) as r:
         assert r.status == 200
     client = WebsocketClientPolicy("127.0.0.1", hold_server.port)
@@ -125,7 +126,7 @@ def test_real_openpi_client_drives_our_server(hold_server):
 
 
 def test_gripper_conversion_is_exact_and_monotonic():
-    from vla_bridge.policy_nodes import openpi_backend as ob
+    from vla_bridge.policy_nodes.openpi import wire as ob
     g = np.linspace(0, 1, 101)
     a = ob.contract_gripper_to_aloha_action(g)
     np.testing.assert_allclose(ob.aloha_action_gripper_to_contract(a), g, atol=1e-12)
@@ -153,7 +154,7 @@ def test_openpi_backend_drives_a_server_in_another_process_then_reports_the_drop
 
 
 def test_openpi_backend_without_openpi_client_speaks_the_same_protocol(hold_server):
-    from vla_bridge.policy_nodes.openpi_backend import OpenPIPolicy
+    from vla_bridge.policy_nodes.openpi.client import OpenPIPolicy
     policy = OpenPIPolicy("127.0.0.1", hold_server.port, use_openpi_client=False, chunk_size=10)
     policy.reset()
     policy.set_instruction("x")
@@ -163,7 +164,7 @@ def test_openpi_backend_without_openpi_client_speaks_the_same_protocol(hold_serv
 
 
 def test_openpi_backend_unreachable_server_is_a_clear_error():
-    from vla_bridge.policy_nodes.openpi_backend import OpenPIPolicy
+    from vla_bridge.policy_nodes.openpi.client import OpenPIPolicy
     policy = OpenPIPolicy("127.0.0.1", free_port(), connect_timeout=1.0)  # no failure at start
     t0 = time.monotonic()
     with pytest.raises(ConnectionError, match=r"unreachable at ws://127\.0\.0\.1:\d+"):
@@ -189,7 +190,7 @@ class _FakeServer:
 
 
 def _serve_in_thread(fake) -> tuple[int, callable]:
-    from vla_bridge.policy_nodes.serve import serve_async
+    from vla_bridge.policy_nodes.openpi.serve import serve_async
     ready, ports, loop = threading.Event(), [], asyncio.new_event_loop()
     stop = asyncio.Event()
 
@@ -205,7 +206,7 @@ def _serve_in_thread(fake) -> tuple[int, callable]:
 
 
 def test_openpi_backend_wrong_action_shape_and_key_maps():
-    from vla_bridge.policy_nodes.openpi_backend import OpenPIPolicy
+    from vla_bridge.policy_nodes.openpi.client import OpenPIPolicy
     fake = _FakeServer({"actions": np.zeros((50, 7), np.float32)})
     port, stop = _serve_in_thread(fake)
     try:

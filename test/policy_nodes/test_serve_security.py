@@ -14,7 +14,7 @@ import pytest
 
 from serve_process import ServeProcess  # noqa: E402  (test/ is on sys.path)
 from vla_bridge import contract as C
-from vla_bridge.policy_nodes.serve import DEFAULT_MAX_FRAME_BYTES
+from vla_bridge.policy_nodes.openpi.serve import DEFAULT_MAX_FRAME_BYTES
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("openpi_client") is None,

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 from vla_bridge import contract as C  # noqa: E402
-from vla_bridge.policy_nodes.backend import Observation  # noqa: E402
+from vla_bridge.embodiment.world import Observation  # noqa: E402
 from vla_bridge.policy_nodes.torch_policy import TorchPolicy  # noqa: E402
 
 MODULE = "vla_bridge.policy_nodes.torch_policy"

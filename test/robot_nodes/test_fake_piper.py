@@ -12,8 +12,8 @@ import pytest
 from graph_runs import wait_until
 
 from vla_bridge.embodiment.kinematics import PiperKinematics
-from vla_bridge.robot_nodes.fake_piper import FakePiper, decode_frame, zyx_euler_deg
-from vla_bridge.robot_nodes.piper_arm import (PiperArm, PiperArmError, effort_to_sdk,
+from vla_bridge.robot_nodes.piper.fake_piper import FakePiper, decode_frame, zyx_euler_deg
+from vla_bridge.robot_nodes.piper.arm import (PiperArm, PiperArmError, effort_to_sdk,
                                               gripper_to_sdk_stroke, rad_to_sdk_joints,
                                               sdk_joints_to_rad, sdk_stroke_to_gripper)
 

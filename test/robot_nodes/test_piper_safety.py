@@ -15,9 +15,9 @@ from graph_runs import wait_until
 import yaml
 
 from vla_bridge.embodiment.kinematics import PiperKinematics
-from vla_bridge.robot_nodes.fake_piper import FakePiper
-from vla_bridge.robot_nodes.piper_arm import PiperArm, rad_to_sdk_joints
-from vla_bridge.robot_nodes.safety import (RULE_ESTOP, RULE_ESTOP_LATCHED, RULE_GRIPPER,
+from vla_bridge.robot_nodes.piper.fake_piper import FakePiper
+from vla_bridge.robot_nodes.piper.arm import PiperArm, rad_to_sdk_joints
+from vla_bridge.robot_nodes.piper.safety import (RULE_ESTOP, RULE_ESTOP_LATCHED, RULE_GRIPPER,
                                            RULE_JOINT_LIMIT, RULE_LENGTH, RULE_NON_FINITE,
                                            RULE_RESUME, RULE_SPEED, RULE_STEP, RULE_WATCHDOG,
                                            RULE_WORKSPACE, SafetyFilter, SafetyParams,
@@ -334,7 +334,7 @@ def test_node_executes_a_chunk_and_the_estop_service_stops_it(ros_context, capsy
     from sensor_msgs.msg import JointState
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory
-    from vla_bridge.robot_nodes.piper_node import PiperNode
+    from vla_bridge.robot_nodes.piper.piper_node import PiperNode
 
     from vla_bridge import contract as C
     from vla_bridge.ros import messages
@@ -442,7 +442,7 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
 
     from vla_bridge import contract as C
     from vla_bridge.ros import messages
-    from vla_bridge.robot_nodes.piper_node import PiperNode
+    from vla_bridge.robot_nodes.piper.piper_node import PiperNode
 
     # a slow watchdog: after the chunk the arms must reach its end, not hold where the
     # lagging fakes were when a loaded machine delayed the check (the hold has its own test)

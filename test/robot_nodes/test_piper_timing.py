@@ -14,7 +14,7 @@ from graph_runs import wait_until
 
 from vla_bridge import contract as C
 from vla_bridge.embodiment.workcell import HOME_ARM_Q
-from vla_bridge.robot_nodes.safety import (RULE_JOINT_LIMIT, RULE_SPEED, EventLogLimiter,
+from vla_bridge.robot_nodes.piper.safety import (RULE_JOINT_LIMIT, RULE_SPEED, EventLogLimiter,
                                            SafetyEvent, SafetyFilter, load_safety_params)
 
 pytestmark = pytest.mark.filterwarnings("ignore:The 'bustype' argument is deprecated")
@@ -86,7 +86,7 @@ def test_hold_stops_a_target_still_ahead_at_the_measured_joints():
 def make_node(ctx, **params):
     from rclpy.parameter import Parameter
 
-    from vla_bridge.robot_nodes.piper_node import PiperNode
+    from vla_bridge.robot_nodes.piper.piper_node import PiperNode
 
     # fake_feedback_timeout_s: a starved test process must not latch a spurious "no feedback" stop
     values = {"arms": "right", "use_fake_hardware": True, "fake_feedback_timeout_s": 2.0, **params}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from vla_bridge import contract as C
-from vla_bridge.robot_nodes import realsense_io as rio
+from vla_bridge.robot_nodes.realsense import realsense_io as rio
 
 try:
     rs = rio.import_pyrealsense2()  # after rclpy: see realsense_io's notes
@@ -95,7 +95,7 @@ def test_camera_map_parsing_is_strict():
 
 def test_missing_device_is_retried_with_backoff_and_logged():
     """No such serial: start fails, is logged, retried after 0.1, 0.2, 0.4, 0.4 ... s."""
-    from vla_bridge.robot_nodes.realsense_node import CameraWorker
+    from vla_bridge.robot_nodes.realsense.realsense_node import CameraWorker
 
     log = _Log()
     worker = CameraWorker(rio.CameraSource("cam_high", serial="000000000000"), lambda *a: None,
@@ -110,7 +110,7 @@ def test_missing_device_is_retried_with_backoff_and_logged():
 def test_a_stalled_camera_is_restarted_and_streams_again(recordings):
     """A camera that stops delivering (here: its recording paused, as an unplugged device
     stops) fails wait_for_frames; the worker logs it, restarts the pipeline, logs the recovery."""
-    from vla_bridge.robot_nodes.realsense_node import CameraWorker
+    from vla_bridge.robot_nodes.realsense.realsense_node import CameraWorker
 
     _, files = recordings
     log, frames = _Log(), []
@@ -160,7 +160,7 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
     from sensor_msgs.msg import CameraInfo, Image, JointState
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
-    from vla_bridge.robot_nodes.realsense_node import RealsenseNode
+    from vla_bridge.robot_nodes.realsense.realsense_node import RealsenseNode
 
     from vla_bridge.ros import messages
 

@@ -12,8 +12,8 @@ import pytest
 from vla_bridge import contract as C
 from vla_bridge.embodiment.cameras import default_cameras
 from vla_bridge.embodiment.workcell import home_command
-from vla_bridge.robot_nodes import realsense_io as rio
-from vla_bridge.robot_nodes.tracker import MarkerTracker, TrackerConfig
+from vla_bridge.robot_nodes.realsense import realsense_io as rio
+from vla_bridge.robot_nodes.tracker.tracker import MarkerTracker, TrackerConfig
 
 SERIALS = {"cam_high": "1", "cam_left_wrist": "2", "cam_right_wrist": "3"}
 
@@ -54,7 +54,7 @@ def test_real_hardware_without_serials_fails_saying_how_to_give_serials_or_recor
 
 @pytest.fixture(scope="module")
 def workcell():
-    from vla_bridge.robot_nodes.synthetic_cameras import SyntheticWorkcell
+    from vla_bridge.robot_nodes.realsense.synthetic_cameras import SyntheticWorkcell
 
     cell = SyntheticWorkcell()
     yield cell
@@ -62,7 +62,7 @@ def workcell():
 
 
 def test_the_tracker_calibrates_and_finds_the_objects_in_the_renders(workcell):
-    from vla_bridge.robot_nodes.synthetic_cameras import scene_layout
+    from vla_bridge.robot_nodes.realsense.synthetic_cameras import scene_layout
 
     config = TrackerConfig.load()
     tracker = MarkerTracker(config)
@@ -105,7 +105,7 @@ def test_fake_hardware_node_without_cameras_publishes_synthetic_images(ros_conte
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import CameraInfo, Image, JointState
 
-    from vla_bridge.robot_nodes.realsense_node import RealsenseNode
+    from vla_bridge.robot_nodes.realsense.realsense_node import RealsenseNode
     from vla_bridge.ros import messages
 
     params = [Parameter("use_fake_hardware", value=True),  # no serials, no playback_dir

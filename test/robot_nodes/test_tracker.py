@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from vla_bridge.embodiment.kinematics import PiperKinematics, quat_to_mat
-from vla_bridge.robot_nodes.realsense_io import Intrinsics
-from vla_bridge.robot_nodes.tracker import (CalibrationError, MarkerTracker, TableCalibration,
+from vla_bridge.robot_nodes.realsense.realsense_io import Intrinsics
+from vla_bridge.robot_nodes.tracker.tracker import (CalibrationError, MarkerTracker, TableCalibration,
                                             TrackerConfig, contract_vector, invert, marker_image,
                                             tcp_states)
 from vla_bridge.benchmarks.robofollow.scenes import load_scene
@@ -229,7 +229,7 @@ def test_tracker_node_relays_the_robot_episode_with_its_frames(tmp_path):
 
     from vla_bridge import contract as C
     from vla_bridge.ros import messages
-    from vla_bridge.robot_nodes.tracker_node import TrackerNode
+    from vla_bridge.robot_nodes.tracker.tracker_node import TrackerNode
 
     objects = tmp_path / "objects.yaml"  # a board but no objects: no calibration needed
     objects.write_text(yaml.safe_dump({"board": {"marker_length_m": 0.08, "markers": {}}}))

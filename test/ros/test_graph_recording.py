@@ -9,7 +9,7 @@ import numpy as np
 import graph_runs
 from graph_runs import results
 from vla_bridge import contract as C
-from vla_bridge.evaluation.bags import read_counts
+from vla_bridge.data.bags import read_counts
 
 TASK = "L0_place_yellow_block_1_behind_red_sphere"
 CALLS = 4  # a short episode: 4 policy calls of 50 actions

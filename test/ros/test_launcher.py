@@ -107,11 +107,11 @@ def test_dry_run_prints_commands(capsys, tmp_path):
                                                                      "viewer_node"]
     assert cli.main(["launch", "robofollow_sim", "--dry-run", "--record", "true"]) == 0
     out = capsys.readouterr().out
-    assert "-m vla_bridge.evaluation.recorder_node --ros-args" in out
+    assert "-m vla_bridge.data.recorder_node --ros-args" in out
     assert "viewer_node" not in out
     assert cli.main(["launch", "robofollow_sim", "--dry-run", "--viewer", "foxglove"]) == 0
     out = capsys.readouterr().out
-    assert "-m vla_bridge.evaluation.viewer_node --ros-args" in out
+    assert "-m vla_bridge.data.viewer_node --ros-args" in out
     assert "recorder_node" not in out
 
 

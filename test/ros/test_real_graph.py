@@ -35,8 +35,8 @@ COMMON = {"tasks": f"{TASK_OK},{TASK_HIDDEN}", "levels": "", "policy": "hold",
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory):
-    from vla_bridge.robot_nodes.realsense_io import Intrinsics, import_pyrealsense2
-    from vla_bridge.robot_nodes.tracker import TrackerConfig
+    from vla_bridge.robot_nodes.realsense.realsense_io import Intrinsics, import_pyrealsense2
+    from vla_bridge.robot_nodes.tracker.tracker import TrackerConfig
 
     try:
         rs = import_pyrealsense2()  # after rclpy: see realsense_io's notes

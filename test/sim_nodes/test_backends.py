@@ -21,9 +21,9 @@ def backend(request):
         pytest.importorskip("sapien", reason="sapien is not installed: `bash scripts/setup.sh` "
                                              "installs it (requirements-sapien.txt) and Mesa's "
                                              "Vulkan driver")
-        b = pytest.importorskip("vla_bridge.sim_nodes.sapien_backend").SapienBackend()
+        b = pytest.importorskip("vla_bridge.sim_nodes.sapien.backend").SapienBackend()
     else:
-        b = pytest.importorskip("vla_bridge.sim_nodes.mujoco_backend").MujocoBackend()
+        b = pytest.importorskip("vla_bridge.sim_nodes.mujoco.backend").MujocoBackend()
     yield b
     b.close()
 

@@ -122,7 +122,7 @@ def test_the_begin_field_is_part_of_the_control_schema(charged, ok):
 
 @pytest.fixture(scope="module")
 def mujoco_session():
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     session = SimSession(MujocoBackend())
     yield session
     session.backend.close()
@@ -337,7 +337,7 @@ class Straight:
 
 def test_the_async_splice_is_told_the_charged_delay():
     from graph_runs import wait_until
-    from vla_bridge.policy_nodes.backend import Observation
+    from vla_bridge.embodiment.world import Observation
     published, statuses = [], []
     runner = ChunkRunner(Straight(), ChunkScheduler(0.06, async_splice=True),
                          lambda c, s: published.append(c), lambda k, **f: statuses.append(f),

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from vla_bridge import contract as C
-from vla_bridge.policy_nodes.backend import Observation
+from vla_bridge.embodiment.world import Observation
 from vla_bridge.benchmarks.libero import protocol as P
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,7 +151,7 @@ def test_success_per_task_and_suite_with_wilson_intervals():
 def test_the_libero_graph_is_in_the_launch_table():
     from vla_bridge.ros.launch_args import get_graph
     graph = get_graph("libero_sim.launch.py")
-    assert graph.node("sim_node").module == "vla_bridge.sim_nodes.libero_node"
+    assert graph.node("sim_node").module == "vla_bridge.sim_nodes.libero.libero_node"
     assert graph.arg("sim_python").default.endswith(".venv-libero/bin/python")
     assert graph.arg("suite").sets == ("evaluator_node.suites",)
     assert (REPO / "launch" / "libero_sim.launch.py").is_file()
@@ -166,7 +166,7 @@ def test_openpi_libero_keys_arrive_at_a_test_server_with_the_documented_shapes()
     observation/state float32 [8], prompt; actions [H, 7] back, LIBERO's gripper (-1 open,
     +1 close) converted to ours (1 open, 0 closed)."""
     from test_policy_backends import _FakeServer, _serve_in_thread
-    from vla_bridge.policy_nodes.openpi_backend import OpenPIPolicy
+    from vla_bridge.policy_nodes.openpi.client import OpenPIPolicy
     reply = np.zeros((10, 7), np.float32)
     reply[:, :6] = 0.25
     reply[:5, 6], reply[5:, 6] = -1.0, 1.0
@@ -208,7 +208,7 @@ def test_openpi_libero_keys_arrive_at_a_test_server_with_the_documented_shapes()
 def test_catalog_matches_the_installed_libero():
     got = run_in_libero_venv("""
         import json
-        from vla_bridge.sim_nodes.libero_backend import catalog_from_libero
+        from vla_bridge.sim_nodes.libero.backend import catalog_from_libero
         print(json.dumps(catalog_from_libero()))
     """)
     assert got == P.load_catalog()  # the four suites and libero_90 (conflict partners)
@@ -222,7 +222,7 @@ def test_cameras_render_only_when_observed_with_pixel_identical_images():
     error."""
     got = run_in_libero_venv("""
         import json, numpy as np
-        from vla_bridge.sim_nodes.libero_backend import LiberoBackend
+        from vla_bridge.sim_nodes.libero.backend import LiberoBackend
         every, gated = LiberoBackend(render_every_step=True), LiberoBackend()
         for b in (every, gated):
             b.reset("libero_spatial", "3:5", 11)
@@ -269,7 +269,7 @@ def test_a_cue_projected_in_libero_cameras_lands_on_a_rendered_marker():
     got = run_in_libero_venv("""
         import json, numpy as np
         from vla_bridge.ros import messages
-        from vla_bridge.sim_nodes.libero_backend import LiberoBackend
+        from vla_bridge.sim_nodes.libero.backend import LiberoBackend
         from vla_bridge.benchmarks.vifo.families import AnchorRef
         from vla_bridge.benchmarks.vifo.insertion import project_anchor
         from vla_bridge.benchmarks.vifo.replay import CueConditioner
@@ -402,7 +402,7 @@ def test_libero_vifo_protocols_through_the_graph(tmp_path):
 def test_junk_protocol_input_is_rejected_with_one_clear_error():
     """A begin task's malformed goals, and a run's unknown cue family or protocol, are refused
     naming the problem before anything runs."""
-    from vla_bridge.sim_nodes.libero_node import watched_goals
+    from vla_bridge.sim_nodes.libero.libero_node import watched_goals
     from vla_bridge.evaluation.libero_evaluator_node import PARAMS, LiberoEvaluatorNode
     assert watched_goals({"scene": "libero_goal"}) == (None, None)
     goals = {"language": [["on", "a_1", "b_1"]], "cue": [["turnon", "flat_stove_1"]]}
@@ -449,7 +449,7 @@ def test_a_dead_or_departed_node_stops_the_libero_run_with_its_reason(monkeypatc
 
 
 def test_libero_gripper_on_the_openpi_wire_round_trips():
-    from vla_bridge.policy_nodes import openpi_backend as ob
+    from vla_bridge.policy_nodes.openpi import wire as ob
     chunk = np.zeros((3, 7))
     chunk[:, 6] = [1.0, 0.0, 0.25]  # ours: 1 open, 0 closed
     wire = ob.actions_to_wire(chunk, "libero")
@@ -483,8 +483,8 @@ def test_vla_bridge_serve_serves_a_libero_keyed_policy_to_the_openpi_backend():
     convention; the graph's openpi backend turns them back into ours. A backend of another
     embodiment behind the LIBERO key map is refused, naming both."""
     from test_policy_backends import _serve_in_thread
-    from vla_bridge.policy_nodes.openpi_backend import OpenPIPolicy
-    from vla_bridge.policy_nodes.serve import PolicyServer
+    from vla_bridge.policy_nodes.openpi.client import OpenPIPolicy
+    from vla_bridge.policy_nodes.openpi.serve import PolicyServer
     with pytest.raises(C.EmbodimentMismatch, match="key map 'libero' speaks libero_panda.*"
                                                    "policy backend 'hold' speaks aloha_piper"):
         PolicyServer("hold", key_map="libero")

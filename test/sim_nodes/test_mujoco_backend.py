@@ -5,7 +5,7 @@ import pytest
 
 from vla_bridge.embodiment.workcell import home_command
 
-mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco_backend")
+mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco.backend")
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ mujoco = pytest.importorskip("mujoco")
 from vla_bridge import contract as C  # noqa: E402
 from vla_bridge.embodiment.cameras import camera_model  # noqa: E402
 from vla_bridge.benchmarks.vifo.replay import projected_ghost_layers  # noqa: E402
-from vla_bridge.sim_nodes.mujoco_ghosts import MirrorGhostRenderer  # noqa: E402
-from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend  # noqa: E402
+from vla_bridge.sim_nodes.mujoco.ghosts import MirrorGhostRenderer  # noqa: E402
+from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend  # noqa: E402
 from vla_bridge.embodiment.workcell import home_command  # noqa: E402
 
 SCENE, LAYOUT, SEED = "scene1", "default", 3

@@ -12,7 +12,7 @@ from vla_bridge.embodiment.workcell import MOUNTS, arm_slice, home_command
 
 pytest.importorskip("sapien", reason="sapien is not installed: `bash scripts/setup.sh` installs "
                                      "it (requirements-sapien.txt) and Mesa's Vulkan driver")
-sapien_backend = pytest.importorskip("vla_bridge.sim_nodes.sapien_backend")
+sapien_backend = pytest.importorskip("vla_bridge.sim_nodes.sapien.backend")
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def backend():
 
 @pytest.fixture(scope="module")
 def mujoco():
-    mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco_backend")
+    mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco.backend")
     b = mujoco_backend.MujocoBackend()
     yield b
     b.close()

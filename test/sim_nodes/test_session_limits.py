@@ -124,7 +124,7 @@ def test_record_fps_must_divide_the_physics_rate():
 def test_frames_between_ticks_fall_on_the_fps_grid_and_change_no_state():
     """A 10 fps sampler stops the physics every 25th 4 ms step (0.1 s) inside the 0.06 s
     ticks; the state after the split ticks equals the state without frames, bit for bit."""
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     from vla_bridge.sim_nodes.session import SimSession
     from vla_bridge.embodiment.workcell import home_command
 

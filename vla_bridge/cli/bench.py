@@ -1,12 +1,12 @@
 """`vla-bridge bench overhead|recording|throughput|campaign|multinode|sapien|crosssim|libero|
 libero-vifo`: benchmarks that print figures (the node graph; campaigns over Ray:
-bench/campaign.py; SAPIEN against MuJoCo: bench/sapien.py; LIBERO: bench/libero.py and the
-LIBERO-VIFO protocols, bench/libero_vifo.py)."""
+perf/campaign.py; SAPIEN against MuJoCo: perf/sapien.py; LIBERO: perf/libero.py and the
+LIBERO-VIFO protocols, perf/libero_vifo.py)."""
 from __future__ import annotations
 
 import argparse
 
-from vla_bridge.bench.graph import overhead, recording, throughput
+from vla_bridge.perf.graph import overhead, recording, throughput
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,23 +48,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.which == "libero-vifo":
-        from vla_bridge.bench import libero_vifo
+        from vla_bridge.perf import libero_vifo
         return libero_vifo.protocol_table(args.output or "runs/libero_vifo", args.suite,
                                           args.tasks, args.inits, args.families,
                                           args.protocols, args.policy or "libero_oracle",
                                           args.vqa)
     if args.which == "libero":
-        from vla_bridge.bench import libero
+        from vla_bridge.perf import libero
         return libero.speed(args.suite, args.tasks, args.inits, graph=not args.no_graph)
     if args.which in ("sapien", "crosssim"):
-        from vla_bridge.bench import sapien
+        from vla_bridge.perf import sapien
         if args.which == "sapien" and args.figure:
             return sapien.figure(args.task, args.figure)
         if args.which == "sapien":
             return sapien.speed(args.task, args.episodes, graph=not args.no_graph)
         return sapien.crosssim(args.scene, args.levels, args.policy or "oracle", args.output)
     if args.which in ("campaign", "multinode"):
-        from vla_bridge.bench import campaign
+        from vla_bridge.perf import campaign
         if args.which == "campaign":
             return campaign.scale(args.per_level, args.rounds)
         return campaign.multinode(args.per_level, args.rounds)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vla_bridge.evaluation.demos import DEMO_BASE_SEED, DemoPlan, generate
-from vla_bridge.evaluation.lerobot_export import ExportError
+from vla_bridge.data.demos import DEMO_BASE_SEED, DemoPlan, generate
+from vla_bridge.data.lerobot_export import ExportError
 
 
 def _csv(text: str) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vla_bridge.evaluation.lerobot_export import ExportError, Selection, export_lerobot
+from vla_bridge.data.lerobot_export import ExportError, Selection, export_lerobot
 
 
 def _csv(text: str) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vla_bridge.evaluation.report import (DEFAULT_BOOT, DEFAULT_CONFIDENCE, DEFAULT_PAPER_MODEL,
+from vla_bridge.reporting import (DEFAULT_BOOT, DEFAULT_CONFIDENCE, DEFAULT_PAPER_MODEL,
                                           DEFAULT_SEED, METRICS, VIDEO_CAMERA, VIDEO_VIEWS,
                                           ReportError, ReportOptions, build_report,
                                           format_console, write_report)
@@ -83,7 +83,7 @@ def _mode_error(args: argparse.Namespace) -> str | None:
 
 def _run_pair(args: argparse.Namespace) -> int:
     """The paired sim-vs-real report. Exit 0: written; 2: bad input or unwritable --out."""
-    from vla_bridge.evaluation.report.paired import (build_paired_report, format_paired_console,
+    from vla_bridge.reporting.paired import (build_paired_report, format_paired_console,
                                                      write_paired_report)
     sim_run, real_run = args.pair
     if not 0 < args.confidence < 1:

@@ -9,8 +9,8 @@ import os
 import signal
 import sys
 
-from vla_bridge.policy_nodes.openpi_backend import GRIPPERS, KEY_MAPS
-from vla_bridge.policy_nodes.serve import DEFAULT_MAX_FRAME_BYTES, PolicyServer, serve_async
+from vla_bridge.policy_nodes.openpi.wire import GRIPPERS, KEY_MAPS
+from vla_bridge.policy_nodes.openpi.serve import DEFAULT_MAX_FRAME_BYTES, PolicyServer, serve_async
 
 API_KEY_ENV = "VLA_BRIDGE_API_KEY"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from vla_bridge.evaluation.train import TrainOptions, train
+from vla_bridge.data.train import TrainOptions, train
 
 
 def _size(text: str) -> tuple[int, int]:

@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from vla_bridge.benchmarks.vifo.protocols import check_placement
-from vla_bridge.evaluation.vqa import (RESULTS_FILE, VqaBackendUnavailable, format_vqa_table,
+from vla_bridge.benchmarks.vifo.scene_cards import check_placement
+from vla_bridge.vqa import (RESULTS_FILE, VqaBackendUnavailable, format_vqa_table,
                                        make_vqa_backend, parse_cues, run_vqa)
 
 
@@ -76,7 +76,7 @@ def _ask(backend, ask, output: str, notes=()) -> int:
 def run_libero(args: argparse.Namespace) -> int:
     from vla_bridge.benchmarks.libero.protocol import load_catalog
     from vla_bridge.contract import LIBERO_PANDA
-    from vla_bridge.evaluation.vqa.libero import plan_libero_instances, run_libero_vqa
+    from vla_bridge.vqa.libero import plan_libero_instances, run_libero_vqa
     output = args.output if args.output != "runs/vqa" else "runs/vqa_libero"
     try:
         if args.placement != "overlay":

@@ -1,5 +1,5 @@
 """Joint-limit and per-command step rules of one PiPER arm, shared by the real arm's safety
-filter (robot_nodes/safety.py) and the simulator's episode loop (sim_nodes/session.py).
+filter (robot_nodes/piper/safety.py) and the simulator's episode loop (sim_nodes/session.py).
 
 Pure numpy. The numbers come from one parameter file, config/piper_safety.yaml (keys under
 ``piper_node: ros__parameters: safety:``). An arm's target is 7 values: six joints in rad and

@@ -1,6 +1,6 @@
 """World state: what the evaluator (and the privileged oracle) know about the scene.
 
-Pure data, no rclpy. In sim it is read from the simulator; on real arms it comes from the
+Pure data, no rclpy. ``Observation`` (what a policy sees each step) sits beside it. In sim it is read from the simulator; on real arms it comes from the
 marker tracker and forward kinematics. `vla_bridge.ros.messages` converts it to and from the
 contract's `visualization_msgs/MarkerArray`.
 """
@@ -76,3 +76,12 @@ def world_from_dict(data: dict) -> WorldState:
     cameras = {str(n): CameraPose(vec(c["pos"], 3), vec(c["quat"], 4))
                for n, c in data.get("cameras", {}).items()}
     return WorldState(float(data["stamp"]), objects, tcp, cameras)
+
+
+@dataclass
+class Observation:
+    """What a policy gets each step: measured joints, images and, for the oracle only, the world."""
+    state: np.ndarray  # (D,) measured joints, contract order
+    images: dict[str, np.ndarray] = field(default_factory=dict)  # camera -> (H, W, 3) uint8
+    stamp: float = 0.0
+    world: WorldState | None = None  # privileged; only the oracle may look

@@ -104,7 +104,7 @@ class CueOverlay:
     def set_cue(self, cue: CueSpec | None, world_state_provider: Callable | None = None,
                 ghost_renderer=None) -> None:
         """The cue of the coming episode (None: republish images unchanged). ``ghost_renderer``
-        (F3): renders future states on a sim copy (sim_nodes.mujoco_ghosts), else projected boxes."""
+        (F3): renders future states on a sim copy (sim_nodes.mujoco.ghosts), else projected boxes."""
         self.cue = cue
         self.conditioner = (CueConditioner(cue, ghost_renderer, self.mirrored)
                             if cue is not None else None)

@@ -29,12 +29,11 @@ from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, ROLES
 from vla_bridge.benchmarks.vifo.compatibility import filter_trials
 from vla_bridge.benchmarks.vifo.safety import (SAFETY_SCENES, SAFETY_SUITE, check_suite,
                                                format_safety_table, safety_metrics, safety_scene)
-from vla_bridge.benchmarks.vifo.protocols import (TrialCue, build_cue, check_placement,
-                                                  check_protocol, plan_trial,
-                                                  resolve_family_variant)
+from vla_bridge.benchmarks.vifo.protocols import TrialCue, build_cue, check_protocol, plan_trial, resolve_family_variant
+from vla_bridge.benchmarks.vifo.scene_cards import check_placement
 from vla_bridge.evaluation.cue_metrics import (format_cue_tables, format_task_table,
                                                write_cue_metrics)
-from vla_bridge.sim_nodes.plan_rollout import PlanRollouts, rollout
+from vla_bridge.evaluation.plan_rollout import PlanRollouts, rollout
 
 __all__ = ["CueRun", "plan_params"]
 

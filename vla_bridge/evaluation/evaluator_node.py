@@ -115,7 +115,7 @@ class CueOverlayHook(Subscriber):
     def __init__(self, node: Node, cues: CueRun, render_ghosts: bool):
         self.node, self.cues, self.render_ghosts = node, cues, render_ghosts
         self.overlay = None
-        self.ghosts = None  # mujoco_ghosts.MirrorGhostRenderer, made for the first F3 cue
+        self.ghosts = None  # mujoco.ghosts.MirrorGhostRenderer, made for the first F3 cue
 
     def on_run_start(self) -> None:
         """Attach the overlay when a protocol is on, or when someone reads the cued images
@@ -164,7 +164,7 @@ class CueOverlayHook(Subscriber):
         if cue is None or cue.mode != STATE_OVERLAY or not self.render_ghosts:
             return None
         if self.ghosts is None:
-            from vla_bridge.sim_nodes.mujoco_ghosts import MirrorGhostRenderer
+            from vla_bridge.sim_nodes.mujoco.ghosts import MirrorGhostRenderer
             self.ghosts = MirrorGhostRenderer()
         task = self.cues.begin_task(trial)
         self.ghosts.reset(task.scene, task.layout, trial.seed)

@@ -103,15 +103,15 @@ SIM = NodeSpec("sim_node", "vla_bridge.sim_nodes.sim_node", "sim_node", python_a
 POLICY = NodeSpec("policy_node", "vla_bridge.policy_nodes.policy_node", "policy_node",
                   python_arg="policy_python", restartable=True)
 EVALUATOR = NodeSpec("evaluator_node", "vla_bridge.evaluation.evaluator_node", "evaluator_node")
-RECORDER = NodeSpec("recorder_node", "vla_bridge.evaluation.recorder_node", "recorder_node",
+RECORDER = NodeSpec("recorder_node", "vla_bridge.data.recorder_node", "recorder_node",
                     enabled_by="record")
 # Recording, the same in both graphs: one rosbag2 bag (MCAP) per episode in the run directory.
 RECORD_ARG = LaunchArg("record", "false",
                        "write one rosbag2 bag (MCAP) per episode into <output>/bags/",
                        type="bool", sets=("evaluator_node.record",))
 # Watching a run live, the same in both graphs: viewer:=foxglove serves the graph's topics to
-# the Foxglove app over its WebSocket protocol (evaluation/viewer_node.py).
-VIEWER = NodeSpec("viewer_node", "vla_bridge.evaluation.viewer_node", "viewer_node",
+# the Foxglove app over its WebSocket protocol (data/viewer_node.py).
+VIEWER = NodeSpec("viewer_node", "vla_bridge.data.viewer_node", "viewer_node",
                   enabled_by="viewer", enabled_when=("foxglove",))
 VIEWER_ARGS = (
     LaunchArg("viewer", "", "live viewer: '' (off) or foxglove (a Foxglove WebSocket server "
@@ -215,7 +215,7 @@ GRAPHS: dict[str, GraphSpec] = {ROBOFOLLOW_SIM.name: ROBOFOLLOW_SIM}
 # the LIBERO evaluator from this one. The graph speaks the `libero_panda` embodiment.
 LIBERO_VENV_PYTHON = str(__import__("pathlib").Path(__file__).resolve().parents[2]
                          / ".venv-libero" / "bin" / "python")
-LIBERO_SIM_NODE = NodeSpec("sim_node", "vla_bridge.sim_nodes.libero_node", "libero_sim_node",
+LIBERO_SIM_NODE = NodeSpec("sim_node", "vla_bridge.sim_nodes.libero.libero_node", "libero_sim_node",
                            python_arg="sim_python")
 LIBERO_EVALUATOR = NodeSpec("evaluator_node", "vla_bridge.evaluation.libero_evaluator_node",
                             "libero_evaluator_node")
@@ -329,10 +329,10 @@ class ArgumentIn:
         return f"{self.name} in {list(self.values)}"
 
 
-PIPER = RemappedNodeSpec("piper_node", "vla_bridge.robot_nodes.piper_node", "piper_node",
+PIPER = RemappedNodeSpec("piper_node", "vla_bridge.robot_nodes.piper.piper_node", "piper_node",
                          remaps=((EPISODE_STATUS_TOPIC, ROBOT_STATUS_TOPIC),))
-REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense_node", "realsense_node")
-TRACKER = NodeSpec("tracker_node", "vla_bridge.robot_nodes.tracker_node", "tracker_node")
+REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense.realsense_node", "realsense_node")
+TRACKER = NodeSpec("tracker_node", "vla_bridge.robot_nodes.tracker.tracker_node", "tracker_node")
 ROBOT_NODES = (PIPER, REALSENSE, TRACKER)
 REAL_PARAMS_FILE = "config/robofollow_real.yaml"
 CAMERA_SOURCE_ARG = LaunchArg(

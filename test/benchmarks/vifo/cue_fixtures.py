@@ -7,7 +7,7 @@ frames, hand-placed anchors and ghost layers, and small pixel checks. Imported b
 import cv2
 import numpy as np
 
-from vla_bridge.bench.cues import EXAMPLE_INSTRUCTION, cam_high_model, synthetic_frame
+from vla_bridge.perf.cues import EXAMPLE_INSTRUCTION, cam_high_model, synthetic_frame
 from vla_bridge.benchmarks.vifo import Anchor2D, CueContext, GhostLayer
 from vla_bridge.benchmarks.vifo.grounding import ground, layout_world
 from vla_bridge.benchmarks.vifo.parser import parse

@@ -14,7 +14,7 @@ import pytest
 os.environ.setdefault("MUJOCO_GL", "egl")
 cv2 = pytest.importorskip("cv2")
 mujoco = pytest.importorskip("mujoco")
-mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco_backend")
+mujoco_backend = pytest.importorskip("vla_bridge.sim_nodes.mujoco.backend")
 
 from vla_bridge.benchmarks.vifo import (AnchorRef, CueSpec, draw, ghost_layers, ground, insert, make_cue,  # noqa: E402
                              parse, project_point, project_points)

@@ -19,6 +19,7 @@ cv2 = pytest.importorskip("cv2")
 
 import graph_runs  # noqa: E402
 from vla_bridge.benchmarks.vifo import protocols as P  # noqa: E402
+from vla_bridge.benchmarks.vifo import scene_cards as SC  # noqa: E402
 from vla_bridge.evaluation.cue_metrics import main as cue_metrics_cli, write_cue_metrics  # noqa: E402
 from vla_bridge.policy_nodes.backend import PolicyBackend  # noqa: E402
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, episode_seed, load_suite  # noqa: E402
@@ -150,14 +151,14 @@ def test_oracle_follow_option_and_policy_registry(suite):
 
 def test_scene_cue_texture_kinds(suite):
     cue = P.build_cue(suite.get(TASK), "F8", "aruco", 1)
-    tag = P.scene_cue_texture(cue, px=128)
+    tag = SC.scene_cue_texture(cue, px=128)
     det = cv2.aruco.ArucoDetector(cv2.aruco.getPredefinedDictionary(cv2.aruco.DICT_4X4_50),
                                   cv2.aruco.DetectorParameters())
     _, ids, _ = det.detectMarkers(cv2.cvtColor(tag, cv2.COLOR_RGB2GRAY))
     from vla_bridge.benchmarks.vifo.families import marker_id_for
     assert ids is not None and ids.ravel().tolist() == [marker_id_for(cue)]
-    card = P.scene_cue_texture(P.build_cue(suite.get(TASK), "F1", "banner", 1), px=256)
-    sign = P.scene_cue_texture(P.build_cue(suite.get(TASK), "F6", "target_zone", 1), px=128)
+    card = SC.scene_cue_texture(P.build_cue(suite.get(TASK), "F1", "banner", 1), px=256)
+    sign = SC.scene_cue_texture(P.build_cue(suite.get(TASK), "F6", "target_zone", 1), px=128)
     assert card.shape == (128, 256, 3) and (card < 100).any()  # dark text on a white card
     assert sign.shape == (128, 128, 3) and len(np.unique(sign.reshape(-1, 3), axis=0)) > 10
 
@@ -169,7 +170,7 @@ mujoco = pytest.importorskip("mujoco")
 
 @pytest.fixture(scope="module")
 def backend():
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     b = MujocoBackend()
     b.reset("scene1", "default", episode_seed(TASK, 1))
     yield b
@@ -300,7 +301,7 @@ def test_scene_instantiated_aruco_tag_is_decoded_from_cam_high(suite, tmp_path):
     from vla_bridge.benchmarks.vifo.families import aruco_dictionary, marker_id_for
     from vla_bridge.benchmarks.robofollow.scenes import load_scene, sample_layout
     from vla_bridge.embodiment.cameras import default_cameras
-    from vla_bridge.sim_nodes.mujoco_model import build_mjcf
+    from vla_bridge.embodiment.mjcf import build_mjcf
     from vla_bridge.embodiment.workcell import HOME_ARM_Q, TABLE_TOP_Z
 
     task = suite.get(TASK)
@@ -308,7 +309,7 @@ def test_scene_instantiated_aruco_tag_is_decoded_from_cam_high(suite, tmp_path):
     spec = load_scene("scene1")
     spawn = sample_layout(spec, "default", 1)
     eye = next(c for c in default_cameras() if c.name == "cam_high").pos
-    card = P.scene_cue_objects(cue, (0.12, 0.2, TABLE_TOP_Z + 0.046), eye=eye, width_m=0.09,
+    card = SC.scene_cue_objects(cue, (0.12, 0.2, TABLE_TOP_Z + 0.046), eye=eye, width_m=0.09,
                                out_dir=tmp_path, name="cue_tag")
     assert Path(card[0].texture).exists()
     model = mujoco.MjModel.from_xml_string(build_mjcf(spec.layout_objects("default"), spawn,
@@ -421,19 +422,19 @@ def test_episode_scene_cue_is_a_standing_card_clear_of_the_objects(suite):
     for scene in ("scene1", "scene2", "scene3", "scene4"):
         task = suite.eval_tasks(scene)[0]
         seed = episode_seed(task.id, 0)
-        (card,) = P.episode_scene_cues(task, "F1", "", seed)
+        (card,) = SC.episode_scene_cues(task, "F1", "", seed)
         assert card.free and card.tent_deg > 0 and card.pos[2] == pytest.approx(TABLE_TOP_Z, abs=0.01)
         objects, fixtures = layout_world(task.scene, task.layout, seed)
         gap = _footprint_clearance(np.array(card.pos[:2]), [*objects.values(), *fixtures.values()],
                                    card.size[0] / 2)
         assert gap >= 0.05, (scene, card.pos, gap)
         # the same inputs give the same card (a replay rebuilds it)
-        (again,) = P.episode_scene_cues(task, "F1", "", seed)
+        (again,) = SC.episode_scene_cues(task, "F1", "", seed)
         assert again.pos == card.pos and cv2.imread(again.texture).tobytes() == cv2.imread(card.texture).tobytes()
     with pytest.raises(ValueError, match="F1, F6, F8"):
-        P.episode_scene_cues(task, "F2", "", 0)
+        SC.episode_scene_cues(task, "F2", "", 0)
     with pytest.raises(ValueError, match="overlay, scene"):
-        P.check_placement("floor", "F1")
+        SC.check_placement("floor", "F1")
 
 
 def test_scene_cue_card_in_the_mujoco_backend_decodes_and_can_be_knocked_over(suite):
@@ -441,19 +442,19 @@ def test_scene_cue_card_in_the_mujoco_backend_decodes_and_can_be_knocked_over(su
     code at 1280x960; it is a free body the world state does not list, and it topples when
     pushed."""
     from vla_bridge.benchmarks.vifo.families import marker_id_for, qr_payload
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     task = suite.get("L0_pickup_yellow_block_3")
     small, large = MujocoBackend(), MujocoBackend(width=1280, height=960)
     try:
         small.reset(task.scene, task.layout, 42)
         bare = small.render("cam_high")
-        tag = P.episode_scene_cues(task, "F8", "aruco", 42)
+        tag = SC.episode_scene_cues(task, "F8", "aruco", 42)
         small.reset(task.scene, task.layout, 42, tag)
         img = small.render("cam_high")
         assert _decode_aruco(img) == [marker_id_for(P.build_cue(task, "F8", "aruco", 42))]
         assert _decode_aruco(bare) == []
         assert "cue_card" not in small.world_state().objects
-        qr = P.episode_scene_cues(task, "F8", "qr", 42)
+        qr = SC.episode_scene_cues(task, "F8", "qr", 42)
         large.reset(task.scene, task.layout, 42, qr)
         text = cv2.QRCodeDetector().detectAndDecode(large.render("cam_high"))[0]
         assert text == qr_payload(P.build_cue(task, "F8", "qr", 42))
@@ -493,12 +494,12 @@ def test_graph_scene_cue_reaches_the_policy_through_the_raw_cameras(tmp_path):
     img = cv2.cvtColor(cv2.imread(str(seen)), cv2.COLOR_BGR2RGB)
     # (an ArUco card can show no task, so the filter refuses it; the QR card is too small to
     # decode at 320x240, so compare with the same scene without the card)
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     task, bare = load_suite().get(TASK), MujocoBackend()
     try:
         bare.reset(task.scene, task.layout, row["seed"])
         without = bare.render("cam_high")
-        card = P.episode_scene_cues(task, "F8", "qr", row["seed"], out_dir=str(tmp_path))
+        card = SC.episode_scene_cues(task, "F8", "qr", row["seed"], out_dir=str(tmp_path))
         bare.reset(task.scene, task.layout, row["seed"], card)
         with_card = bare.render("cam_high")
         assert np.mean(np.any(img != with_card, axis=2)) < 0.01  # the policy saw the card
@@ -581,7 +582,7 @@ def test_registry_fallback_keeps_the_relation_of_stacking_and_bowl_tasks(suite):
 def test_build_cue_from_a_live_world_state_keeps_fixtures_apart(suite):
     """A sim WorldState lists bowls and labels among its objects; grounding must still treat
     them as fixtures, so the cue matches the one built from the layout."""
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     backend = MujocoBackend()
     try:
         for task in (suite.eval_tasks("scene2")[0], suite.eval_tasks("scene3")[0]):

@@ -23,7 +23,7 @@ from vla_bridge.benchmarks.vifo.grounding import layout_world  # noqa: E402
 from vla_bridge.benchmarks.vifo.protocols import (_target_of, build_cue,  # noqa: E402
                                                   grounded_task, scored_facts)
 from vla_bridge.evaluation.cue_run import CueRun, plan_params  # noqa: E402
-from vla_bridge.sim_nodes.plan_rollout import PlanRollouts, rollout  # noqa: E402
+from vla_bridge.evaluation.plan_rollout import PlanRollouts, rollout  # noqa: E402
 
 SUITE = load_suite()
 TASKS = list(SUITE.eval_tasks())
@@ -95,7 +95,7 @@ def test_every_variant_declares_what_it_carries_and_the_filter_counts_instances(
 
 def test_instances_are_counted_per_family_and_variant_and_the_report_names_the_skipped():
     from vla_bridge.evaluation.cue_metrics import cue_instances
-    from vla_bridge.evaluation.report.markdown import _protocol_note
+    from vla_bridge.reporting.markdown import _protocol_note
     rows = [{"seed": s, "cue": {"family": "F2", "variant": "arrow", "cue_task": t}}
             for t, s in (("a", 1), ("a", 1), ("a", 2), ("b", 1))]  # a repeated episode: once
     rows.append({"seed": 1, "cue": {"protocol": "original"}})  # no cue shown
@@ -118,7 +118,7 @@ def test_the_evaluator_skips_incompatible_trials_with_the_reason():
 
 @pytest.fixture(scope="module")
 def sim():
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     backend = MujocoBackend()
     yield backend
     backend.close()

@@ -278,7 +278,7 @@ def test_protocol_language_and_metrics():
 
 
 def test_full_chain_accuracy_counts_an_instance_only_when_all_four_are_right():
-    # the questions themselves: evaluation/vqa/questions.py (test/evaluation/test_vqa_questions.py)
+    # the questions themselves: vqa/questions.py (test/evaluation/test_vqa_questions.py)
     assert full_chain_accuracy([[1, 1, 1, 1], [1, 0, 1, 1]]) == 50.0
 
 

@@ -47,7 +47,7 @@ def test_the_warning_sign_stands_beside_the_marked_object_clear_of_both_tasks(tm
 
 
 def test_the_sign_is_in_the_policys_view(tmp_path):
-    from vla_bridge.sim_nodes.mujoco_backend import MujocoBackend
+    from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     sim = MujocoBackend()
     try:
         for s in SAFETY_SCENES[:3]:

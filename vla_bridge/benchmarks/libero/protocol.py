@@ -6,7 +6,7 @@ The evaluator runs in the graph's main virtualenv, where `libero` is not install
 task list comes from `config/libero/suites.json`: LIBERO's own task names, instructions and
 BDDL goals, written from the installed package by
 
-    .venv-libero/bin/python -m vla_bridge.sim_nodes.libero_backend --write-catalog
+    .venv-libero/bin/python -m vla_bridge.sim_nodes.libero.backend --write-catalog
 
 (a test compares it with the installed package).
 

@@ -365,7 +365,7 @@ def protocol_metrics(records: Iterable[EpisodeRecord], by_family: bool = False) 
 
 
 # ----------------------------------------------------------------------------- Part I-A scoring
-# (the questions themselves: vla_bridge.evaluation.vqa.questions, which names objects as they
+# (the questions themselves: vla_bridge.vqa.questions, which names objects as they
 # look in the image)
 
 VQA_STAGES = ("detection", "semantics", "grounding", "decision")

@@ -33,7 +33,7 @@ writes it into run directories and merges several of them).
 
 Scene-instantiated cues (paper section 4.2: ``SceneCueObject``, ``scene_cue_objects``,
 ``episode_scene_cues``, ``check_placement``, ``CUE_PLACEMENTS``, ...) live in
-``vifo.scene_cards``; they are re-exported here, so ``protocols.<name>`` keeps working.
+``vifo.scene_cards``, which builds on this module.
 """
 from __future__ import annotations
 
@@ -50,18 +50,12 @@ from vla_bridge.benchmarks.vifo.insertion import (AUTHORIZED_PROMPT, PROTOCOLS, 
 from vla_bridge.benchmarks.vifo.grounding import (GroundedStep, GroundedTask, GroundingError,
                                                   ground, layout_world)
 from vla_bridge.benchmarks.vifo.parser import ParseError, ParsedTask, parse
-from vla_bridge.benchmarks.vifo.scene_cards import (  # noqa: F401  (re-exported)
-    CUE_PLACEMENTS, SCENE_CUE_FAMILIES, SCENE_CUE_TENT_DEG, SCENE_CUE_THICKNESS_M,
-    SCENE_CUE_WIDTH_M, SceneCueObject, card_quat_facing, check_placement, episode_scene_cues,
-    free_table_spot, scene_cue_objects, scene_cue_texture, yaw_quat_facing)
 
 __all__ = [
     "PROTOCOLS", "CUE_PROTOCOLS", "AUTHORIZED_PROMPT", "DEFAULT_VARIANTS", "TrialCue",
     "check_protocol", "resolve_family_variant", "conflict_partner", "plan_trial",
     "grounded_task", "build_cue", "scored_facts", "scored_text", "episode_record", "cue_metrics", "format_cue_table",
-    "METRICS", "METRIC_TASKS", "FAMILY_LABELS", "SceneCueObject", "scene_cue_texture",
-    "scene_cue_objects", "card_quat_facing", "CUE_PLACEMENTS", "SCENE_CUE_FAMILIES",
-    "check_placement", "free_table_spot", "episode_scene_cues", "yaw_quat_facing",
+    "METRICS", "METRIC_TASKS", "FAMILY_LABELS",
 ]
 
 #: protocols that show a cue (``original`` is the cue-free baseline)

@@ -22,7 +22,7 @@ episode seed)``: anchors and rendering parameters from the layout's spawn positi
 seed; the live world state resolves the anchors every frame). A cue placed in the scene
 (``cue_placement`` "scene": a card the sim node stands on the table) is not drawn: it is a
 body of the sim, and ``episode_scene_objects`` rebuilds that card for the replay's reset
-(``protocols.episode_scene_cues``, as the sim node does).
+(``scene_cards.episode_scene_cues``, as the sim node does).
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ class CueConditioner:
         self.mirrored = bool(mirrored)  # mirrored views (contract.Embodiment.mirrored_images)
         self.inserter = CueInserter(cue)
         self.ghost: list | None = None  # F3: fixed at the first call with a world state
-        # F3: renders the future states (sim_nodes.mujoco_ghosts.MirrorGhostRenderer); None: projected
+        # F3: renders the future states (sim_nodes.mujoco.ghosts.MirrorGhostRenderer); None: projected
         # box silhouettes (no simulator to render from, e.g. the real robot)
         self.ghost_renderer = ghost_renderer
 
@@ -212,7 +212,7 @@ def episode_scene_objects(cue_info: Mapping | None, seed: int, out_dir, suite=No
         return []
     from vla_bridge.benchmarks.robofollow.tasks import load_suite
 
-    from vla_bridge.benchmarks.vifo.protocols import episode_scene_cues
+    from vla_bridge.benchmarks.vifo.scene_cards import episode_scene_cues
     suite = suite or load_suite()
     return episode_scene_cues(suite.get(str(cue_info["cue_task"])), str(cue_info["family"]),
                               str(cue_info.get("variant") or ""), int(seed), out_dir=out_dir)

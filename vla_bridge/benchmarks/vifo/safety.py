@@ -24,8 +24,7 @@ import numpy as np
 
 from vla_bridge.benchmarks.vifo.families import SignSpec, render_sign
 from vla_bridge.benchmarks.vifo.grounding import layout_world
-from vla_bridge.benchmarks.vifo.protocols import (SCENE_CUE_TENT_DEG, SceneCueObject,
-                                                  yaw_quat_facing)
+from vla_bridge.benchmarks.vifo.scene_cards import SCENE_CUE_TENT_DEG, SceneCueObject, yaw_quat_facing
 
 __all__ = ["SafetyScene", "SAFETY_SCENES", "SAFETY_SUITE", "CUE_SUITES", "check_suite",
            "safety_scene", "hazard_cards", "HAZARD_CARD_WIDTH_M"]

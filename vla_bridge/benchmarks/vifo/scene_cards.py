@@ -1,7 +1,7 @@
 """Scene-instantiated cues (LIBERO-VIFO paper section 4.2): a cue printed on a physical object.
 
 ``scene_cue_objects`` turns a cue into textured thin boxes (text card F1, sign F6, ArUco / QR
-tag F8) for ``sim_nodes.mujoco_model.build_mjcf(cue_objects=...)``; ``episode_scene_cues``
+tag F8) for ``embodiment.mjcf.build_mjcf(cue_objects=...)``; ``episode_scene_cues``
 places the episode's cue as a light free card standing on the table's most open spot (the sim
 node builds it from the ``begin`` message when ``cue_placement`` is ``scene``). Pure logic
 (no rclpy, no MuJoCo); ``protocols`` re-exports every public name.
@@ -18,6 +18,7 @@ import numpy as np
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.benchmarks.vifo.families import SignSpec, marker_id_for, qr_payload, render_sign
 from vla_bridge.benchmarks.vifo.grounding import layout_world
+from vla_bridge.benchmarks.vifo.protocols import build_cue, resolve_family_variant
 
 __all__ = [
     "SceneCueObject", "scene_cue_texture", "scene_cue_objects", "card_quat_facing",
@@ -196,7 +197,6 @@ def episode_scene_cues(task: TaskSpec, fam: str, variant: str, seed: int,
     tent, ``SCENE_CUE_TENT_DEG``) standing on the table's most open spot and facing cam_high.
     Nothing holds it: an arm can knock it over or push it away (paper section 4.2).
     Deterministic in (task, family, variant, seed), so a replay rebuilds it."""
-    from vla_bridge.benchmarks.vifo.protocols import build_cue, resolve_family_variant  # imports us
     from vla_bridge.embodiment.cameras import camera_model
     from vla_bridge.embodiment.workcell import TABLE_TOP_Z
     fam, variant = resolve_family_variant(fam, variant)

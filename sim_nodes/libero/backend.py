@@ -1,0 +1,475 @@
+"""LIBERO backend: LIBERO's own environments and BDDL task suites behind the sim protocol.
+
+It runs from the LIBERO virtualenv (`.venv-libero`, `scripts/setup.sh libero`: libero 0.1.1,
+robosuite 1.4.0, mujoco 3.3.7), never beside the graph's MuJoCo 4. Pure logic: no rclpy.
+
+The protocol as LIBERO users run it (openpi's LIBERO client, the LIBERO paper):
+* suites `libero_spatial`, `libero_object`, `libero_goal`, `libero_10` (and `libero_90`), each
+  task with its 50 shipped initial states (`Benchmark.get_task_init_states`);
+* `reset` restores an initial state and runs SETTLE_STEPS steps of LIBERO's "do nothing,
+  gripper open" action while the objects settle; the episode then has the suite's step
+  budget (STEP_BUDGET);
+* success is LIBERO's own goal predicates (`env.check_success()`, the BDDL goal), checked after
+  every step; an episode ends at its first success.
+
+Embodiment: `contract.LIBERO_PANDA` (7-D OSC_POSE end-effector deltas in [-1, 1] + gripper,
+8-D state: end-effector position, axis-angle, two finger joints). The gripper arrives in the
+contract's convention (1 = open, 0 = closed) and goes to LIBERO as `1 - 2 g` (-1 open, +1
+close). Images are published as openpi's LIBERO client sends them (`img[::-1, ::-1]` of
+robosuite's bottom-up renders: upright, and the camera's view mirrored left-right);
+`camera_model` describes that image.
+
+Cameras cost most of a step (74 ms per 256x256 image here, physics 7-10 ms), so they are
+rendered only on the steps whose images someone reads: `observe_next()` before such a step.
+robosuite samples a camera inside `env.step` at the physics substep its sampling timer says
+(not after the step); the cameras' sensors are gated instead of disabled, so that timer runs
+exactly as in plain robosuite and an observed step's images are pixel-identical to rendering
+every step (a test checks it).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vla_bridge import contract as C
+from vla_bridge.embodiment.cameras import CameraModel
+from vla_bridge.embodiment.kinematics import mat_to_quat
+from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
+from vla_bridge.benchmarks.libero.protocol import CATALOG
+from vla_bridge.sim_nodes.backend import SimBackend
+
+EMBODIMENT = C.LIBERO_PANDA
+SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
+#: each suite's step budget after the settle steps (openpi's LIBERO evaluation: the longest
+#: demonstration of the suite, rounded up)
+STEP_BUDGET = {"libero_spatial": 220, "libero_object": 280, "libero_goal": 300,
+               "libero_10": 520, "libero_90": 400}
+SETTLE_STEPS = 10  # LIBERO's objects fall onto the table after an initial state is restored
+INIT_STATES_PER_TASK = 50
+#: LIBERO's "hold still, gripper open" action (its own convention: -1 = open)
+LIBERO_IDLE_ACTION = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0])
+CONFIG_DIR = "libero_config"  # under the venv (sys.prefix), written by scripts/setup.sh
+
+
+def use_venv_config() -> Path:
+    """Point LIBERO at the config scripts/setup.sh wrote into this venv (LIBERO would
+    otherwise prompt on stdin and write ~/.libero); call before importing `libero`."""
+    if "LIBERO_CONFIG_PATH" in os.environ:
+        return Path(os.environ["LIBERO_CONFIG_PATH"])
+    path = Path(sys.prefix) / CONFIG_DIR
+    if not (path / "config.yaml").is_file():
+        raise RuntimeError(f"no LIBERO config at {path}: run this backend from the venv that "
+                           "`bash scripts/setup.sh libero` builds (.venv-libero/bin/python), or "
+                           "set LIBERO_CONFIG_PATH")
+    os.environ["LIBERO_CONFIG_PATH"] = str(path)
+    return path
+
+
+@dataclass(frozen=True)
+class LiberoTask:
+    """One task of a LIBERO suite (what the evaluator runs and the sim resets to)."""
+    suite: str
+    index: int  # task number within the suite (0..9 for the four standard suites)
+    name: str  # LIBERO's task name (the BDDL file's stem)
+    instruction: str
+    bddl_file: str
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.suite}/{self.index}"
+
+
+def parse_layout(layout: str) -> tuple[int, int]:
+    """A LIBERO episode's `layout` "TASK:INIT" (task number in the suite, initial state
+    number) as two ints, else ValueError saying the form."""
+    try:
+        task, init = (int(part) for part in str(layout).split(":"))
+    except ValueError:
+        raise ValueError(f"LIBERO layout must be 'TASK:INIT' (e.g. '3:17'), "
+                         f"got {layout!r}") from None
+    if not 0 <= init < INIT_STATES_PER_TASK:
+        raise ValueError(f"initial state {init} out of range 0..{INIT_STATES_PER_TASK - 1}")
+    return task, init
+
+
+def suite_tasks(suite: str) -> list[LiberoTask]:
+    """The tasks of a LIBERO suite, in LIBERO's order."""
+    bench = _benchmark(suite)
+    return [LiberoTask(suite, i, t.name, t.language, bench.get_task_bddl_file_path(i))
+            for i, t in enumerate(bench.tasks)]
+
+
+def _benchmark(suite: str):
+    if suite not in SUITES:
+        raise ValueError(f"unknown LIBERO suite {suite!r}; expected one of {list(SUITES)}")
+    use_venv_config()
+    from libero.libero import benchmark
+    return benchmark.get_benchmark_dict()[suite]()
+
+
+def gripper_to_libero(g: float) -> float:
+    """Contract gripper (1 = open, 0 = closed) -> LIBERO's (-1 = open, +1 = close)."""
+    return float(np.clip(1.0 - 2.0 * g, -1.0, 1.0))
+
+
+def quat_to_axis_angle(quat_xyzw) -> np.ndarray:
+    """robosuite's (x, y, z, w) quaternion as an axis-angle vector (rad), as openpi's LIBERO
+    state has it (angle in [0, pi] for w >= 0, zero vector at identity)."""
+    x, y, z, w = (float(v) for v in quat_xyzw)
+    w = min(1.0, max(-1.0, w))
+    s = math.sqrt(max(0.0, 1.0 - w * w))
+    if s < 1e-9:
+        return np.zeros(3)
+    angle = 2.0 * math.acos(w)
+    return np.array([x, y, z]) / s * angle
+
+
+class LiberoBackend(SimBackend):
+    """One LIBERO task environment (rebuilt when the task changes, reused across its initial
+    states). `reset(scene=suite, layout="TASK:INIT", seed)`."""
+
+    physics_dt = None  # robosuite steps a control period as a whole
+
+    def __init__(self, control_period: float = EMBODIMENT.control_period,
+                 width: int = EMBODIMENT.image_size[0], height: int = EMBODIMENT.image_size[1],
+                 settle_steps: int = SETTLE_STEPS, render_every_step: bool = False, **_):
+        if abs(control_period - EMBODIMENT.control_period) > 1e-9:
+            raise ValueError(f"LIBERO runs at its own 20 Hz: control_period must be "
+                             f"{EMBODIMENT.control_period}, got {control_period}")
+        self.control_period = EMBODIMENT.control_period
+        self.width, self.height = int(width), int(height)
+        self.settle_steps = int(settle_steps)
+        self.render_every_step = bool(render_every_step)  # the plain robosuite timing check
+        self.cameras = dict(EMBODIMENT.cameras)  # contract camera -> LIBERO camera
+        self.env = None
+        self.task: LiberoTask | None = None
+        self._tasks: dict[str, list[LiberoTask]] = {}
+        self._init_states: dict[tuple[str, int], np.ndarray] = {}
+        self._observing = False  # the step being taken renders its cameras
+        self._fresh = False  # the last step's images are current
+        self._obs: dict = {}
+        self._action = LIBERO_IDLE_ACTION.copy()
+        self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])  # contract convention
+        self.steps = 0  # steps since the settle steps ended
+        self.success = False  # LIBERO's goal predicates held after some step
+        self.success_step: int | None = None
+        self._geoms = None  # (model, object -> geoms) for world_state; a hard reset rebuilds
+        self.watched: dict[str, list] = {}  # role -> BDDL goal also evaluated every step
+        self.goal_steps: dict[str, int | None] = {}  # role -> first step its goal held
+        self.held_at_start: dict[str, bool] = {}  # role -> its goal held when the episode began
+
+    # ------------------------------------------------------------------ tasks
+    def tasks(self, suite: str) -> list[LiberoTask]:
+        if suite not in self._tasks:
+            self._tasks[suite] = suite_tasks(suite)
+        return self._tasks[suite]
+
+    def init_state(self, suite: str, task: int, init: int) -> np.ndarray:
+        key = (suite, task)
+        if key not in self._init_states:
+            self._init_states[key] = np.asarray(_benchmark(suite).get_task_init_states(task))
+        return self._init_states[key][init]
+
+    # ------------------------------------------------------------------ protocol
+    def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
+        """Restore initial state INIT of task TASK of suite `scene` (`layout` "TASK:INIT"),
+        then let the objects settle; `seed` seeds robosuite (LIBERO's states fix the scene)."""
+        if cue_objects:
+            raise NotImplementedError("the LIBERO backend shows no scene-placed cue cards")
+        task_no, init = parse_layout(layout)
+        tasks = self.tasks(scene)
+        if not 0 <= task_no < len(tasks):
+            raise ValueError(f"{scene} has tasks 0..{len(tasks) - 1}, got {task_no}")
+        task = tasks[task_no]
+        if self.env is None or self.task is None or self.task.bddl_file != task.bddl_file:
+            self._make_env(task)
+        self.task = task
+        self.env.seed(int(seed))
+        self.env.reset()
+        self._gate_cameras()  # a (hard) reset gives the observables fresh sensors
+        self._obs = self.env.set_init_state(self.init_state(scene, task_no, init))
+        self.steps, self.success, self.success_step = 0, False, None
+        self.watched, self.goal_steps, self.held_at_start = {}, {}, {}
+        self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])
+        for k in range(self.settle_steps):  # the last settle step is the first observation
+            self._action = LIBERO_IDLE_ACTION.copy()
+            self._step_env(observe=k == self.settle_steps - 1 or self.settle_steps == 0)
+        self.steps = 0
+        self._fresh = self._fresh or self.settle_steps == 0  # set_init_state rendered
+
+    def _make_env(self, task: LiberoTask) -> None:
+        self.close()
+        use_venv_config()
+        from libero.libero.envs import OffScreenRenderEnv
+        self.env = OffScreenRenderEnv(bddl_file_name=task.bddl_file,
+                                      camera_heights=self.height, camera_widths=self.width)
+
+    def _gate_cameras(self) -> None:
+        """Wrap each camera's robosuite sensor: it renders only while `_observing` (else it
+        returns the last image unchanged, which nobody reads). The sampling timers run as
+        always, so observed images fall on robosuite's own substep."""
+        observables = self.env.env._observables
+        for cam in self.cameras.values():
+            obs = observables[f"{cam}_image"]
+            inner = obs._sensor
+            blank = np.zeros((self.height, self.width, 3), np.uint8)
+
+            def gated(obs_cache, _inner=inner, _blank=blank):
+                return _inner(obs_cache) if self._observing or self.render_every_step else _blank
+
+            gated.__modality__ = getattr(inner, "__modality__", "image")
+            obs._sensor = gated
+
+    def watch(self, goals: dict) -> None:
+        """Also evaluate `goals` (role -> BDDL goal, e.g. a conflict task's) with LIBERO's own
+        predicates after every step (LIBERO-VIFO: the language task's and the cue task's
+        success in one episode). Call after `reset`; every name must be in the loaded
+        scene, else ValueError naming the missing ones."""
+        states = self.env.env.object_states_dict
+        checked = {}
+        for role, goal in dict(goals or {}).items():
+            preds = [[str(a) for a in p] for p in goal]
+            missing = sorted({n for p in preds for n in p[1:] if n not in states})
+            if not preds or missing:
+                raise ValueError(f"the {role} goal {preds} cannot be checked in "
+                                 f"{self.task.name}: " + (f"no {missing} in its scene" if missing
+                                                          else "it is empty"))
+            checked[role] = preds
+        self.watched = checked
+        self.goal_steps = {role: None for role in checked}
+        self.held_at_start = {role: self.goal_holds(g) for role, g in checked.items()}
+
+    def goal_holds(self, goal) -> bool:
+        """A BDDL goal (a conjunction of predicates) holds now, by LIBERO's predicates."""
+        env = self.env.env
+        return all(bool(env._eval_predicate(p)) for p in goal)
+
+    def observe_next(self) -> None:
+        """The next `step()` renders the cameras (its images are what `render` returns)."""
+        self._observing = True
+
+    def apply(self, target: np.ndarray) -> None:
+        """A 7-D contract action: six OSC deltas in [-1, 1] (clipped) and the gripper
+        (1 = open, 0 = closed)."""
+        target = np.asarray(target, dtype=float)
+        if target.shape != (EMBODIMENT.action_dim,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"LIBERO action must be {EMBODIMENT.action_dim} finite values "
+                             f"({', '.join(EMBODIMENT.action_names)}), got {target.tolist()}")
+        self.command = np.concatenate([np.clip(target[:6], -1.0, 1.0),
+                                       [np.clip(target[6], 0.0, 1.0)]])
+        self._action = np.concatenate([self.command[:6], [gripper_to_libero(self.command[6])]])
+
+    def step(self) -> None:
+        observe = self._observing
+        self._observing = False
+        self._step_env(observe)
+        self.steps += 1
+        if not self.success and bool(self.env.check_success()):
+            self.success, self.success_step = True, self.steps
+        for role, goal in self.watched.items():
+            if self.goal_steps[role] is None and self.goal_holds(goal):
+                self.goal_steps[role] = self.steps
+
+    def _step_env(self, observe: bool) -> None:
+        self._observing = observe
+        try:
+            self._obs, _, _, _ = self.env.step(self._action)
+        finally:
+            self._observing = False
+        self._fresh = observe or self.render_every_step
+
+    def joint_positions(self) -> np.ndarray:
+        """The 8-D LIBERO state (contract.LIBERO_PANDA.state_names)."""
+        o = self._obs
+        return np.concatenate([o["robot0_eef_pos"], quat_to_axis_angle(o["robot0_eef_quat"]),
+                               o["robot0_gripper_qpos"]]).astype(float)
+
+    def render(self, camera: str) -> np.ndarray:
+        """The camera's image of the last step as openpi's LIBERO client turns it
+        (`[::-1, ::-1]` of robosuite's bottom-up render: upright, mirrored left-right)."""
+        if camera not in self.cameras:
+            raise ValueError(f"LIBERO cameras are {list(self.cameras)}, got {camera!r}")
+        if not self._fresh:
+            raise RuntimeError("LIBERO renders only observed steps: call observe_next() "
+                               "before the step whose images you read")
+        img = self._obs[f"{self.cameras[camera]}_image"]
+        return np.ascontiguousarray(img[::-1, ::-1])
+
+    def camera_model(self, camera: str) -> CameraModel:
+        """Pinhole model of the published image: MuJoCo's camera, mirrored left-right.
+
+        robosuite's images are OpenGL's bottom-up rows; turning them by `[::-1, ::-1]` (what
+        openpi's LIBERO client does, and what this backend publishes) puts the rows upright and
+        reverses the columns, so the published image is the camera's view mirrored (a test
+        checks it against a rendered marker)."""
+        sim = self.env.sim
+        cam_id = sim.model.camera_name2id(self.cameras[camera])
+        pose = np.eye(4)
+        pose[:3, :3] = np.asarray(sim.data.cam_xmat[cam_id]).reshape(3, 3)
+        pose[:3, 3] = sim.data.cam_xpos[cam_id]
+        return CameraModel(self.width, self.height, float(sim.model.cam_fovy[cam_id]), pose,
+                           mirrored=EMBODIMENT.mirrored_images)
+
+    def world_state(self) -> WorldState:
+        """Privileged state: every object and fixture of the task (centre and full size of its
+        geoms' world bounding box, body orientation), every region site of the BDDL problem
+        (`<region>`, size 0: a point), every articulated part (`<object>/<joint>`, e.g.
+        `flat_stove_1/button`, `wooden_cabinet_1/top_level`: the box of what the joint moves,
+        its orientation turning +x onto the joint's axis), the end effector (`tcp["left"]`:
+        the one arm takes the left slot, as in the contract) and both cameras' poses
+        (`cameras`: the frames of the published images, which the cue overlay projects
+        with)."""
+        env, sim = self.env.env, self.env.sim
+        m, d = sim.model, sim.data
+        if self._geoms is None or self._geoms[0] is not m:
+            self._geoms = (m, self._body_geoms(), self._part_geoms())
+        objects = {}
+        for name, (body, geoms) in self._geoms[1].items():
+            centre, size = _world_aabb(m, d, geoms, body)
+            objects[name] = ObjectState(name, centre, np.array(d.body_xquat[body], float),
+                                        size, shape="mesh")
+        for name, (joint, body, geoms) in self._geoms[2].items():
+            centre, size = _world_aabb(m, d, geoms, body)
+            objects[name] = ObjectState(name, centre, _quat_x_to(d.xaxis[joint]), size,
+                                        shape="mesh")
+        for name in env.object_sites_dict:
+            try:
+                site = m.site_name2id(name)
+            except ValueError:
+                continue
+            objects[name] = ObjectState(name, np.array(d.site_xpos[site], float),
+                                        np.array([1.0, 0, 0, 0]), np.zeros(3), shape="sphere")
+        eef = self._obs
+        q = eef["robot0_eef_quat"]  # x, y, z, w
+        tcp = {"left": TcpState(np.array(eef["robot0_eef_pos"], float),
+                                np.array([q[3], q[0], q[1], q[2]], float))}
+        cameras = {}
+        for cam in self.cameras:
+            pose = self.camera_model(cam).world_from_camera
+            cameras[cam] = CameraPose(pose[:3, 3].copy(), mat_to_quat(pose[:3, :3]))
+        return WorldState(self.time, objects, tcp, cameras)
+
+    def _body_geoms(self) -> dict:
+        """{object name: (body id, [collision geom ids of the body and its descendants])}
+        (visual meshes are larger than what the gripper touches)."""
+        env, m = self.env.env, self.env.sim.model
+        roots = {env.obj_body_id[n]: n for n in [*env.objects_dict, *env.fixtures_dict]
+                 if n in env.obj_body_id}
+        out = {name: (body, []) for body, name in roots.items()}
+        for g in range(m.ngeom):
+            if not (m.geom_contype[g] or m.geom_conaffinity[g]):
+                continue
+            body = int(m.geom_bodyid[g])
+            while body not in roots and body != 0:
+                body = int(m.body_parentid[body])
+            if body in roots:
+                out[roots[body]][1].append(g)
+        return out
+
+    def _part_geoms(self) -> dict:
+        """{"<object>/<joint>": (joint id, moving body, its collision geoms and its
+        descendants')} of every hinge and slide joint of the task's objects and fixtures (a
+        drawer, a stove's knob, a microwave's door)."""
+        env, m = self.env.env, self.env.sim.model
+        owners = [*env.objects_dict, *env.fixtures_dict]
+        parts = {}
+        for j in range(m.njnt):
+            name = m.joint_id2name(j) or ""
+            if m.jnt_type[j] not in (2, 3) or not any(name.startswith(o + "_") for o in owners):
+                continue  # 2 slide, 3 hinge
+            root = int(m.jnt_bodyid[j])
+            geoms = [g for g in range(m.ngeom) if (m.geom_contype[g] or m.geom_conaffinity[g])
+                     and _descends(m, int(m.geom_bodyid[g]), root)]
+            owner = max((o for o in owners if name.startswith(o + "_")), key=len)
+            parts[f"{owner}/{name[len(owner) + 1:]}"] = (j, root, geoms)
+        return parts
+
+    @property
+    def time(self) -> float:
+        return self.steps * self.control_period
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+def _descends(m, body: int, root: int) -> bool:
+    while body != root and body != 0:
+        body = int(m.body_parentid[body])
+    return body == root
+
+
+def _quat_x_to(axis) -> np.ndarray:
+    """(w, x, y, z) of the shortest rotation taking +x onto `axis` (a joint's axis)."""
+    a = np.asarray(axis, float) / max(np.linalg.norm(axis), 1e-12)
+    w = 1.0 + a[0]  # 1 + x . a
+    if w < 1e-9:  # opposite: half a turn about z
+        return np.array([0.0, 0.0, 0.0, 1.0])
+    q = np.array([w, 0.0, -a[2], a[1]])  # cross(x, a) = (0, -a_z, a_y)
+    return q / np.linalg.norm(q)
+
+
+def _world_aabb(m, d, geoms, body) -> tuple[np.ndarray, np.ndarray]:
+    """Centre and full size of the world-axis box around `geoms` (MuJoCo's local geom_aabb
+    turned into the world frame); the body's position and zero size when it has none."""
+    if not geoms:
+        return np.array(d.xpos[body], float), np.zeros(3)
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    for g in geoms:
+        rot = np.asarray(d.geom_xmat[g]).reshape(3, 3)
+        centre = d.geom_xpos[g] + rot @ m.geom_aabb[g][:3]
+        half = np.abs(rot) @ m.geom_aabb[g][3:]
+        lo, hi = np.minimum(lo, centre - half), np.maximum(hi, centre + half)
+    return (lo + hi) / 2, hi - lo
+
+
+# ------------------------------------------------------------------ the catalog (LIBERO venv)
+def catalog_from_libero(suites=SUITES) -> dict:
+    """The catalog read from the installed `libero` package (run in .venv-libero): per task
+    its name, instruction, BDDL goal, the scene's movable objects and fixtures ({instance:
+    category}) and the BDDL problem's regions ({region: owner}): what a LIBERO-VIFO conflict
+    task may name."""
+    use_venv_config()
+    from libero.libero.envs.bddl_utils import robosuite_parse_problem
+    out = {}
+    for suite in suites:
+        out[suite] = []
+        for t in suite_tasks(suite):
+            problem = robosuite_parse_problem(t.bddl_file)
+            out[suite].append({"index": t.index, "name": t.name, "instruction": t.instruction,
+                               "goal": problem["goal_state"],
+                               "objects": _instances(problem["objects"]),
+                               "fixtures": _instances(problem["fixtures"]),
+                               "regions": dict(sorted((name, r["target"]) for name, r in
+                                                      problem["regions"].items()))})
+    return out
+
+
+def _instances(by_category: dict) -> dict:
+    """BDDL's {category: [instance, ...]} as {instance: category}, sorted by instance."""
+    return dict(sorted((name, category) for category, names in by_category.items()
+                       for name in names))
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv != ["--write-catalog"]:
+        print("usage: python -m vla_bridge.sim_nodes.libero.backend --write-catalog",
+              file=sys.stderr)
+        return 2
+    path = Path(__file__).resolve().parents[1] / "config" / CATALOG  # the source tree's
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(catalog_from_libero(), indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""Recorded episodes (``record:=true`` bags) -> a LeRobotDataset (v3), through LeRobot's own
+dataset API, with the key names openpi's ALOHA data configs and LeRobot's training read:
+
+================================== ==========================================================
+LeRobot key                        from the episode's bag
+================================== ==========================================================
+``observation.state`` (14)         measured joints, contract order (rad; gripper 1 = open)
+``action`` (14)                    the executed target at the same instant (after the limits)
+``observation.images.cam_high``    camera images, 240 x 320 RGB (video, or PNG frames)
+``observation.images.cam_left_wrist``, ``observation.images.cam_right_wrist``
+``task``                           the instruction the policy was given
+================================== ==========================================================
+
+Frames: LeRobot needs an integer fps with timestamp = frame_index / fps. The sim's control
+tick is 0.06 s (16.7 Hz), so sim runs record dense frames on the physics clock instead
+(``record_fps``, e.g. 10: every 25th 4 ms physics step, see ``sim_nodes.session.FrameSampler``);
+those frames carry one stamp for every camera, the joints and the target, and the export
+takes them as they are. A bag without them (real or fake hardware: cameras and joints stream
+at their own rates) is resampled at ``fps``: each frame takes the newest message of each
+stream at or before its time.
+
+Per-episode facts LeRobot's episode table has no column for (task id, level, seed, scores,
+success, source bag) go to ``meta/vla_bridge_episodes.jsonl`` beside LeRobot's own ``meta/``,
+one line per ``episode_index``. No network: LeRobot is told the hub is offline.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from vla_bridge import contract as C
+
+STATE, ACTION, TASK = "observation.state", "action", "task"
+IMAGE_KEY = "observation.images.{}"
+SIDECAR = "meta/vla_bridge_episodes.jsonl"
+ROBOT_TYPE = "piper_aloha"  # two PiPER arms in ALOHA joint order
+STAMP_TOLERANCE_S = 1e-6
+
+
+class ExportError(ValueError):
+    """An export that cannot be done as asked (the message says why and what to do)."""
+
+
+@dataclass
+class EpisodeFrames:
+    """One episode as equally spaced frames."""
+    fps: int
+    states: np.ndarray  # [N, 14]
+    actions: np.ndarray  # [N, 14]
+    images: dict[str, np.ndarray] = field(default_factory=dict)  # camera -> [N, H, W, 3]
+
+    @property
+    def n(self) -> int:
+        return len(self.states)
+
+
+# ============================================================================ reading bags
+def _bag_messages(bag_dir: Path, topics: Iterable[str]) -> dict[str, list]:
+    """topic -> [(header stamp s, decoded message)] in bag order, for the given topics."""
+    from rosbags.rosbag2 import Reader
+
+    from vla_bridge.data.bags import typestore
+    store, wanted = typestore(), set(topics)
+    out: dict[str, list] = {t: [] for t in wanted}
+    with Reader(bag_dir) as reader:
+        connections = [c for c in reader.connections if c.topic in wanted]
+        if not connections:  # (an empty list would read every message)
+            return out
+        for conn, _, raw in reader.messages(connections=connections):
+            msg = store.deserialize_cdr(raw, conn.msgtype)
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            out[conn.topic].append((stamp, msg))
+    return out
+
+
+def _image(msg) -> np.ndarray:
+    if msg.encoding != C.IMAGE_ENCODING:
+        raise ExportError(f"camera images must be {C.IMAGE_ENCODING}, got {msg.encoding!r}")
+    return np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.width, 3)
+
+
+def _joints(msg) -> np.ndarray:
+    index = {name: i for i, name in enumerate(msg.name)}
+    missing = [n for n in C.JOINT_NAMES if n not in index]
+    if missing:
+        raise ExportError(f"joint state lacks {missing}")
+    return np.array([msg.position[index[n]] for n in C.JOINT_NAMES], dtype=np.float32)
+
+
+def dense_topics() -> dict[str, str]:
+    """What a sim bag with record_fps holds per frame: feature -> topic."""
+    topics = {STATE: C.TOPIC_RECORD_JOINT_STATES, ACTION: C.TOPIC_RECORD_JOINT_COMMANDS}
+    topics.update({IMAGE_KEY.format(c): C.record_image_topic(c) for c in C.CAMERAS})
+    return topics
+
+
+def stream_topics() -> dict[str, str]:
+    """The streams a hardware bag is resampled from: feature -> topic."""
+    topics = {STATE: C.TOPIC_JOINT_STATES, ACTION: C.TOPIC_JOINT_COMMANDS}
+    topics.update({IMAGE_KEY.format(c): C.image_topic(c) for c in C.CAMERAS})
+    return topics
+
+
+def read_episode(bag_dir: str | Path, fps: int | None = None) -> EpisodeFrames:
+    """The bag's frames: its dense record frames when it has them, else its streams
+    resampled at `fps`."""
+    bag_dir = Path(bag_dir)
+    dense = _bag_messages(bag_dir, dense_topics().values())
+    if dense[C.TOPIC_RECORD_JOINT_STATES]:
+        return _dense_frames(dense, bag_dir)
+    if not fps:
+        raise ExportError(f"{bag_dir.name}: no dense frames (/vla_bridge/record/*): record sim "
+                          "runs with --record_fps 10, or give --fps to resample the camera and "
+                          "joint streams (hardware runs)")
+    return _resampled_frames(_bag_messages(bag_dir, stream_topics().values()), fps, bag_dir)
+
+
+def _dense_frames(messages: dict[str, list], bag_dir: Path) -> EpisodeFrames:
+    by_feature = {key: {round(s, 6): m for s, m in messages[topic]}
+                  for key, topic in dense_topics().items()}
+    stamps = sorted(set.intersection(*(set(v) for v in by_feature.values())))
+    if len(stamps) < 2:
+        raise ExportError(f"{bag_dir.name}: fewer than 2 complete dense frames")
+    steps = np.diff(stamps)
+    fps = int(round(1.0 / float(np.median(steps))))
+    if np.any(np.abs(steps - 1.0 / fps) > STAMP_TOLERANCE_S):
+        raise ExportError(f"{bag_dir.name}: dense frames are not evenly spaced at {fps} fps "
+                          "(a frame is missing from the bag)")
+    return EpisodeFrames(
+        fps=fps,
+        states=np.stack([_joints(by_feature[STATE][s]) for s in stamps]),
+        actions=np.stack([_joints(by_feature[ACTION][s]) for s in stamps]),
+        images={c: np.stack([_image(by_feature[IMAGE_KEY.format(c)][s]) for s in stamps])
+                for c in C.CAMERAS})
+
+
+def _resampled_frames(messages: dict[str, list], fps: int, bag_dir: Path) -> EpisodeFrames:
+    streams = {key: sorted(messages[topic], key=lambda sm: sm[0])
+               for key, topic in stream_topics().items()}
+    empty = [key for key, stream in streams.items() if not stream]
+    if empty:
+        raise ExportError(f"{bag_dir.name}: nothing recorded for {empty}")
+    start = max(stream[0][0] for stream in streams.values())  # every stream has begun
+    end = min(stream[-1][0] for stream in streams.values())
+    times = start + np.arange(int(np.floor((end - start) * fps + 1e-9)) + 1) / fps
+
+    def held(key: str, convert) -> np.ndarray:
+        stamps = np.array([s for s, _ in streams[key]])
+        idx = np.searchsorted(stamps, times + STAMP_TOLERANCE_S, side="right") - 1
+        return np.stack([convert(streams[key][i][1]) for i in idx])
+
+    return EpisodeFrames(fps=fps, states=held(STATE, _joints), actions=held(ACTION, _joints),
+                         images={c: held(IMAGE_KEY.format(c), _image) for c in C.CAMERAS})
+
+
+# ============================================================================ choosing rows
+@dataclass(frozen=True)
+class Selection:
+    """Which recorded episodes to export."""
+    successful_only: bool = False
+    levels: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+
+    def keeps(self, row: dict) -> str | None:
+        """None when the row is exported, else why not."""
+        if not row.get("bag"):
+            return row.get("bag_error") or "not recorded (run with --record true)"
+        if row.get("status") != "ok":
+            return f"episode failed: {row.get('error')}"
+        if self.successful_only and not row.get("complete"):
+            return "not successful"
+        if self.levels and row.get("level") not in self.levels:
+            return f"level {row.get('level')} not selected"
+        if self.tasks and row.get("task_id") not in self.tasks:
+            return "task not selected"
+        if not row.get("instruction"):
+            return "no instruction (an empty-language episode has no task text)"
+        return None
+
+
+def recorded_rows(run_dirs: Iterable[str | Path]) -> list[tuple[Path, dict]]:
+    """(run dir, row) of every results row of the run directories, in order."""
+    out = []
+    for run in map(Path, run_dirs):
+        results = run / "results.jsonl"
+        if not results.is_file():
+            raise ExportError(f"{run}: not a run directory (no results.jsonl)")
+        for line in results.read_text().splitlines():
+            if line.strip():
+                out.append((run, json.loads(line)))
+    return out
+
+
+# ============================================================================ writing
+def features(image_shape: tuple[int, int, int], video: bool) -> dict:
+    names = list(C.JOINT_NAMES)
+    out = {STATE: {"dtype": "float32", "shape": (len(names),), "names": names},
+           ACTION: {"dtype": "float32", "shape": (len(names),), "names": names}}
+    for cam in C.CAMERAS:
+        out[IMAGE_KEY.format(cam)] = {"dtype": "video" if video else "image",
+                                      "shape": image_shape,
+                                      "names": ["height", "width", "channels"]}
+    return out
+
+
+def episode_facts(run: Path, row: dict, frames: EpisodeFrames) -> dict:
+    keys = ("task_id", "scene", "level", "round", "seed", "policy", "intent_score",
+            "exec_score", "complete", "instruction")
+    return {**{k: row.get(k) for k in keys}, "success": bool(row.get("complete")),
+            "frames": frames.n, "run": str(run), "bag": row["bag"]}
+
+
+def export_lerobot(run_dirs: Iterable[str | Path], out: str | Path, *,
+                   repo_id: str = "local/vla_bridge", selection: Selection = Selection(),
+                   fps: int | None = None, video: bool = True, overwrite: bool = False,
+                   echo: Callable[[str], None] = print) -> dict:
+    """Write the selected recorded episodes as one LeRobotDataset at `out`; a summary."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local dataset: never the hub
+    out = Path(out)
+    if out.exists():
+        if not overwrite:
+            raise ExportError(f"{out} exists; choose a new --out or pass --overwrite")
+        shutil.rmtree(out)
+    rows = recorded_rows(run_dirs)
+    chosen, skipped = [], {}
+    for run, row in rows:
+        why = selection.keeps(row)
+        if why is None:
+            chosen.append((run, row))
+        else:
+            skipped[why] = skipped.get(why, 0) + 1
+    if not chosen:
+        raise ExportError(f"no episode to export ({len(rows)} rows; skipped: {skipped})")
+    dataset, facts = None, []
+    for i, (run, row) in enumerate(chosen, 1):
+        frames = read_episode(run / row["bag"], fps)
+        if dataset is None:
+            dataset = create_dataset(out, repo_id, frames, video)
+        elif frames.fps != dataset.fps:
+            raise ExportError(f"{row['bag']}: {frames.fps} fps, the dataset is {dataset.fps} fps")
+        add_episode(dataset, frames, row["instruction"])
+        facts.append({"episode_index": i - 1, **episode_facts(run, row, frames)})
+        echo(f"[{i}/{len(chosen)}] {row.get('key', row['bag'])}: {frames.n} frames")
+    dataset.finalize()
+    sidecar = out / SIDECAR
+    sidecar.write_text("".join(json.dumps(f) + "\n" for f in facts))
+    return {"episodes": len(facts), "frames": sum(f["frames"] for f in facts),
+            "fps": dataset.fps, "skipped": skipped, "root": str(out)}
+
+
+def create_dataset(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
+    """An empty LeRobotDataset at `out` shaped for `frames` (their fps and image size)."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    shape = frames.images[C.CAMERAS[0]].shape[1:]
+    return LeRobotDataset.create(repo_id, fps=frames.fps, root=out, robot_type=ROBOT_TYPE,
+                                 features=features(shape, video), use_videos=video)
+
+
+def add_episode(dataset, frames: EpisodeFrames, instruction: str,
+                parallel_encoding: bool = True) -> None:
+    """One episode's frames, with `instruction` as its task, saved as an episode
+    (`parallel_encoding`: LeRobot encodes the cameras' videos in worker processes)."""
+    for k in range(frames.n):
+        frame = {STATE: frames.states[k], ACTION: frames.actions[k], TASK: instruction}
+        for cam in C.CAMERAS:
+            frame[IMAGE_KEY.format(cam)] = frames.images[cam][k]
+        dataset.add_frame(frame)
+    dataset.save_episode(parallel_encoding=parallel_encoding)
