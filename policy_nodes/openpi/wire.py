@@ -96,7 +96,8 @@ def unpackb(data: bytes):
     except WireError:
         raise
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
-        raise WireError(f"not a msgpack-numpy frame ({type(exc).__name__}: {exc})") from exc
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise WireError(f"not a msgpack-numpy frame ({detail})") from exc
 
 
 # ------------------------------------------------------------------ gripper conventions
