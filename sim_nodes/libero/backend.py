@@ -85,6 +85,18 @@ class LiberoTask:
         return f"{self.suite}/{self.index}"
 
 
+def check_seed(seed) -> int:
+    """The episode seed as robosuite's ``env.seed`` takes it (0 <= seed < 2**32), else
+    ValueError: checked before anything of the running episode changes."""
+    try:
+        value = int(seed)
+    except (TypeError, ValueError):
+        raise ValueError(f"LIBERO seed must be an integer, got {seed!r}") from None
+    if isinstance(seed, bool) or value != seed or not 0 <= value < 2 ** 32:
+        raise ValueError(f"LIBERO seed must be an integer in 0..2**32-1, got {seed!r}")
+    return value
+
+
 def parse_layout(layout: str) -> tuple[int, int]:
     """A LIBERO episode's `layout` "TASK:INIT" (task number in the suite, initial state
     number) as two ints, else ValueError saying the form."""
@@ -156,6 +168,7 @@ class LiberoBackend(SimBackend):
         self._obs: dict = {}
         self._action = LIBERO_IDLE_ACTION.copy()
         self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])  # contract convention
+        self.clamped: list[tuple[str, float, float]] = []  # the last apply's clipped values
         self.steps = 0  # steps since the settle steps ended
         self.success = False  # LIBERO's goal predicates held after some step
         self.success_step: int | None = None
@@ -174,7 +187,11 @@ class LiberoBackend(SimBackend):
         key = (suite, task)
         if key not in self._init_states:
             self._init_states[key] = np.asarray(_benchmark(suite).get_task_init_states(task))
-        return self._init_states[key][init]
+        states = self._init_states[key]
+        if not 0 <= init < len(states):
+            raise ValueError(f"{suite} task {task} has initial states 0..{len(states) - 1}, "
+                             f"got {init}")
+        return states[init]
 
     # ------------------------------------------------------------------ protocol
     def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
@@ -186,14 +203,18 @@ class LiberoBackend(SimBackend):
         tasks = self.tasks(scene)
         if not 0 <= task_no < len(tasks):
             raise ValueError(f"{scene} has tasks 0..{len(tasks) - 1}, got {task_no}")
+        seed = check_seed(seed)
+        state = self.init_state(scene, task_no, init)
+        # Everything is checked: only now may the running episode's environment change (a
+        # refused begin mid-episode leaves that episode as it was).
         task = tasks[task_no]
         if self.env is None or self.task is None or self.task.bddl_file != task.bddl_file:
             self._make_env(task)
         self.task = task
-        self.env.seed(int(seed))
+        self.env.seed(seed)
         self.env.reset()
         self._gate_cameras()  # a (hard) reset gives the observables fresh sensors
-        self._obs = self.env.set_init_state(self.init_state(scene, task_no, init))
+        self._obs = self.env.set_init_state(state)
         self.steps, self.success, self.success_step = 0, False, None
         self.watched, self.goal_steps, self.held_at_start = {}, {}, {}
         self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])
@@ -263,6 +284,9 @@ class LiberoBackend(SimBackend):
                              f"({', '.join(EMBODIMENT.action_names)}), got {target.tolist()}")
         self.command = np.concatenate([np.clip(target[:6], -1.0, 1.0),
                                        [np.clip(target[6], 0.0, 1.0)]])
+        #: (action name, asked, applied) for each value the clip changed (the session logs them)
+        self.clamped = [(name, float(a), float(b)) for name, a, b in
+                        zip(EMBODIMENT.action_names, target, self.command) if a != b]
         self._action = np.concatenate([self.command[:6], [gripper_to_libero(self.command[6])]])
 
     def step(self) -> None:

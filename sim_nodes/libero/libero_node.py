@@ -35,6 +35,7 @@ from vla_bridge.ros import messages
 from vla_bridge.ros.episode_control import control_handler, sim_ready_gate
 from vla_bridge.sim_nodes.libero.backend import EMBODIMENT, LiberoBackend
 from vla_bridge.sim_nodes.libero.session import REPLAN_STEPS, LiberoSession
+from vla_bridge.sim_nodes.session import summarize_events
 
 BEGIN_NEEDS = ("task", "seed")
 
@@ -160,6 +161,9 @@ class LiberoSimNode(Node):
         self.pending_stamp_ns = None
         for _ in self.session.execute(chunk):
             self.publish_tick()
+        events = self.session.drain_events()
+        if events:  # one line per chunk, as the MuJoCo sim node logs its clamps
+            self.get_logger().warning(summarize_events(events))
         s = self.session
         self.status(C.STATUS_CHUNK_DONE, tick=s.steps, calls=s.calls)
         if s.done:

@@ -21,6 +21,7 @@ import numpy as np
 from vla_bridge import contract as C
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.sim_nodes.libero.backend import EMBODIMENT, STEP_BUDGET
+from vla_bridge.sim_nodes.session import LimitEvent
 
 REPLAN_STEPS = 5  # openpi's LIBERO client: actions executed per policy call
 
@@ -34,6 +35,7 @@ class LiberoSession:
         self.calls = 0
         self.end_on: str | None = None
         self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])
+        self.events: list[LimitEvent] = []  # actions clipped to LIBERO's ranges (drain_events)
 
     def begin(self, suite: str, layout: str, seed: int, max_steps: int | None = None,
               actions_per_call: int = REPLAN_STEPS, goals: dict | None = None,
@@ -95,6 +97,11 @@ class LiberoSession:
                            images={c: b.render(c) for c in self.cameras},
                            stamp=b.time, world=b.world_state() if world else None)
 
+    def drain_events(self) -> list[LimitEvent]:
+        """The actions clipped to LIBERO's ranges since the last drain (the node logs them)."""
+        events, self.events = self.events, []
+        return events
+
     def execute(self, chunk):
         """Run one policy call's chunk: its first `actions_per_call` actions, fewer when the
         budget ends or LIBERO reports success; yields after each step. The last step before
@@ -108,6 +115,9 @@ class LiberoSession:
             if k == run - 1:
                 self.backend.observe_next()
             self.backend.apply(actions[k])
+            self.events.extend(LimitEvent(self.steps, "panda", "action_range",
+                                          f"{name} {asked:g} -> {applied:g}")
+                               for name, asked, applied in self.backend.clamped)
             self.command = self.backend.command
             self.backend.step()
             yield self.command
