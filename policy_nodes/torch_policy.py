@@ -219,30 +219,3 @@ class TorchPolicy(PolicyBackend):
         with self.torch.inference_mode():
             out = self.model(*self.preprocess(observation))[0].double().numpy()
         return out[: self.chunk_size] if self.chunk_size else out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m vla_bridge.policy_nodes.torch_policy init DIR [--seed N]`: write a randomly
-    initialised checkpoint (the starting point of the `torch?checkpoint=DIR` examples)."""
-    import argparse
-    import sys
-    parser = argparse.ArgumentParser(prog="python -m vla_bridge.policy_nodes.torch_policy",
-                                     description="Create a checkpoint of the built-in tiny policy.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    init = sub.add_parser("init", help="write a randomly initialised checkpoint to DIR")
-    init.add_argument("directory", metavar="DIR", help="checkpoint directory (created)")
-    init.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
-    init.add_argument("--chunk-size", type=int, default=None, help="actions per prediction")
-    args = parser.parse_args(argv)
-    config = {} if args.chunk_size is None else {"chunk_size": args.chunk_size}
-    try:
-        path = init_checkpoint(args.directory, seed=args.seed, **config)
-    except (OSError, TypeError, ValueError) as exc:
-        print(f"error: cannot write a checkpoint to {args.directory}: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

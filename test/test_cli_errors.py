@@ -1,5 +1,5 @@
 """Usage errors of the command line are one line on stderr and a non-zero exit, never a
-traceback; `tasks` takes the same `--seed` as `launch`; the entropy module has a --help."""
+traceback; `tasks` takes the same `--seed` as `launch`; `entropy` has a --help."""
 from __future__ import annotations
 
 import os
@@ -61,11 +61,27 @@ def test_bad_params_file_fails_before_any_node_starts(tmp_path):
     assert result.returncode == 2 and "started" not in result.stdout  # no node ran
 
 
-def test_entropy_module_has_a_help():
-    result = _run("--help", module="vla_bridge.benchmarks.robofollow.entropy", timeout=60)
+def test_entropy_has_a_help():
+    result = _run("entropy", "--help", timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("usage: python -m vla_bridge.benchmarks.robofollow.entropy")
+    assert result.stdout.startswith("usage: vla-bridge entropy")
     assert "--summary" in result.stdout and "{" not in result.stdout  # no report computed
-    summary = _run("--summary", module="vla_bridge.benchmarks.robofollow.entropy", timeout=60)
+    summary = _run("entropy", "--summary", timeout=60)
+    assert summary.returncode == 0, summary.stderr
     assert summary.stdout.strip() == ("RoboFollow 3.782 bits (paper 3.782), "
                                       "LIBERO 0.880 bits (paper 0.880)")
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("bench", "bogus"), ("vla-bridge bench: argument BENCHMARK: invalid choice: 'bogus'",
+                          "'overhead'", "'cues'", "vla-bridge bench --help")),
+    (("bench",), ("vla-bridge bench: the following arguments are required: BENCHMARK",)),
+    (("bench", "overhead", "--families", "F1"), ("unrecognized arguments: --families F1",)),
+    (("bench", "cues", "--repeats", "many"),
+     ("vla-bridge bench cues: argument --repeats: invalid int value: 'many'",)),
+    (("no-such-command",), ("vla-bridge: argument COMMAND: invalid choice: 'no-such-command'",)),
+])
+def test_usage_errors_are_one_line_and_exit_2(args, expected):
+    result = _run(*args, timeout=60)
+    _assert_one_line_error(result, *expected)
+    assert result.returncode == 2 and result.stdout == ""

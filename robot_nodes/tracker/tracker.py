@@ -334,32 +334,3 @@ def contract_vector(names, values) -> np.ndarray:
         if name in index:
             out[index[name]] = float(value)
     return out
-
-
-
-
-def main(argv=None) -> int:
-    """`python -m vla_bridge.robot_nodes.tracker.tracker --print-markers DIR [--config FILE]`: write a
-    printable PNG per board and object marker (print at the configured sizes)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m vla_bridge.robot_nodes.tracker.tracker")
-    parser.add_argument("--print-markers", metavar="DIR", required=True)
-    parser.add_argument("--config", default=None, help="objects file (default: the package's)")
-    args = parser.parse_args(argv)
-    config = TrackerConfig.load(args.config)
-    out = Path(args.print_markers)
-    out.mkdir(parents=True, exist_ok=True)
-    items = [(m, f"board_{m}", config.board_marker_length) for m in config.board]
-    items += [(o.id, o.name, o.marker_length) for o in config.objects.values()]
-    for marker_id, label, length in items:
-        path = out / f"{marker_id:02d}_{label}_{length * 1000:.0f}mm.png"
-        cv2.imwrite(str(path), marker_image(config, marker_id))
-        print(f"{path}: print the black square {length * 1000:.0f} mm wide")
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())

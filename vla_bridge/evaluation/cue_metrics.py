@@ -3,7 +3,7 @@
 
 ``write_cue_metrics(run_dir)`` aggregates a run's results rows with
 ``benchmarks.vifo.protocols.cue_metrics`` and writes the files atomically;
-``python -m vla_bridge.evaluation.cue_metrics RUN_DIR... [--output DIR]`` merges several run
+``merge_runs`` (``vla-bridge cue-table RUN_DIR... [--output DIR]``) merges several run
 directories (e.g. one per protocol and family) into one Table-2-like table.
 
 Under ``conflict`` an episode has two tasks (``benchmarks.task_roles``), so RoboFollow's
@@ -13,10 +13,9 @@ IS / ES / CR and INT-ACT's rates are given per protocol and per task ("followed 
 """
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from vla_bridge.benchmarks.intact.metrics import row_intact, summarize_intact
 from vla_bridge.benchmarks.robofollow.scoring import summarize
@@ -24,7 +23,8 @@ from vla_bridge.benchmarks.task_roles import ROLE_LABELS, role_rows, roles_of
 from vla_bridge.benchmarks.vifo.protocols import cue_metrics, format_cue_table
 from vla_bridge.evaluation.run_dir import read_jsonl
 
-__all__ = ["write_cue_metrics", "task_metrics", "format_task_table", "format_table2", "main"]
+__all__ = ["write_cue_metrics", "merge_runs", "task_metrics", "format_task_table",
+           "format_table2"]
 
 #: INT-ACT rates of the task table: (key of summarize_intact, column)
 _INTACT_COLUMNS = (("intention_correct_rate", "intention"), ("grasp_success_rate", "grasp"),
@@ -150,32 +150,16 @@ def _read_rows(run_dir: Path) -> list[dict]:
     return read_jsonl(run_dir / "results.jsonl")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m vla_bridge.evaluation.cue_metrics",
-        description="Merge the results of cue-protocol runs into one LIBERO-VIFO table "
-                    "(AVF, VTR, LFR, UVF, UVI per family) and the per-task table "
-                    "(RoboFollow and INT-ACT per protocol and task).")
-    ap.add_argument("run_dirs", nargs="+", help="run directories (results.jsonl)")
-    ap.add_argument("--output", help="also write cue_metrics.json, cue_table.txt and "
-                                     "cue_task_table.txt here")
-    args = ap.parse_args(argv)
-    rows = [r for d in args.run_dirs for r in _read_rows(Path(d))]
-    if args.output:
-        Path(args.output).mkdir(parents=True, exist_ok=True)
-        metrics = write_cue_metrics(args.output, rows)
-    else:
-        metrics = cue_metrics(rows)
-        metrics["instances"] = cue_instances(rows)
-        if _robofollow(rows):
-            metrics["by_task"] = task_metrics(r for r in rows
-                                              if (r.get("cue") or {}).get("protocol"))
-    print(format_cue_tables(metrics))
-    if "by_task" in metrics:
-        print()
-        print(format_task_table(metrics["by_task"]))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def merge_runs(run_dirs: Iterable[str | Path], output: str | Path | None = None) -> dict:
+    """The metrics of several run directories' rows pooled (e.g. one run per protocol and
+    family: `vla-bridge cue-table`); with ``output``, also written there as
+    ``write_cue_metrics`` writes a run's."""
+    rows = [r for d in run_dirs for r in _read_rows(Path(d))]
+    if output:
+        Path(output).mkdir(parents=True, exist_ok=True)
+        return write_cue_metrics(output, rows)
+    metrics = cue_metrics(rows)
+    metrics["instances"] = cue_instances(rows)
+    if _robofollow(rows):
+        metrics["by_task"] = task_metrics(r for r in rows if (r.get("cue") or {}).get("protocol"))
+    return metrics

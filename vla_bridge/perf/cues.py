@@ -1,6 +1,6 @@
 """Overlay cost per family at 320x240, and example PNGs of every family.
 
-``python -m vla_bridge.perf.cues`` prints the median cost of inserting one cue into one frame
+``vla-bridge bench cues`` prints the median cost of inserting one cue into one frame
 (projection included for scene-anchored cues) for every family and variant; the target is
 <= 1 ms per frame except the ghost trajectory (F3), whose cost grows with the number and size
 of the future-state layers. ``save_examples(out_dir)`` writes one PNG per family (all its
@@ -9,7 +9,6 @@ available and falls back to a synthetic frame otherwise.
 """
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -166,20 +165,10 @@ def time_overlays(repeats: int = 200, use_sim: bool = False) -> dict[str, dict[s
     return results
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="LIBERO-VIFO cue overlay cost per frame (320x240)")
-    ap.add_argument("--repeats", type=int, default=200)
-    ap.add_argument("--sim", action="store_true", help="use a MuJoCo-rendered frame")
-    ap.add_argument("--examples", metavar="DIR", help="also write the example PNGs to DIR")
-    ap.add_argument("--instances", action="store_true",
-                    help="only print the cue instances the compatibility filter builds over the "
-                         "554 RoboFollow tasks, per variant, and which task types it skips")
-    args = ap.parse_args(argv)
-    if args.instances:
-        print(instance_report())
-        return
-    res = time_overlays(args.repeats, args.sim)
-    print(f"overlay cost per frame at {WIDTH}x{HEIGHT} (median of {args.repeats}, ms)")
+def print_costs(repeats: int = 200, use_sim: bool = False) -> None:
+    """`vla-bridge bench cues`: the median cost per frame of every family and variant."""
+    res = time_overlays(repeats, use_sim)
+    print(f"overlay cost per frame at {WIDTH}x{HEIGHT} (median of {repeats}, ms)")
     for code, per in res.items():
         fam = FAMILIES[code]
         worst = max(per.values())
@@ -188,9 +177,6 @@ def main(argv=None) -> None:
               f"  [{budget}]")
         for v, ms in per.items():
             print(f"    {v:<14} {ms:6.3f}")
-    if args.examples:
-        for p in save_examples(args.examples):
-            print("wrote", p)
 
 
 # ----------------------------------------------------------------------------- instances
@@ -350,7 +336,3 @@ def save_scene_cue_examples(out_dir, task_id: str = "L0_pickup_yellow_block_3",
     finally:
         backend.close()
     return _write_sheet(Path(out_dir) / "scene_cues.png", tiles, 4)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """Policy-node benchmark: what the node itself costs per call, and observation-to-action
 latency through DDS, at the contract's camera set (three 320x240 rgb8 images).
 
-    python -m vla_bridge.perf.policy [--calls 200] [--policy hold] [--async]
+    vla-bridge bench policy [--calls 200] [--policy hold] [--async]
 
 The real policy node runs as its own process (``python -m
 vla_bridge.policy_nodes.policy_node``); this process plays the sim: it publishes an
@@ -23,7 +23,6 @@ Run it on an idle machine: it prints figures, it asserts nothing.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import statistics
@@ -44,20 +43,9 @@ def _stats(values: list[float]) -> str:
             f"max {v[-1]:7.3f} ms")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vla_bridge.perf.policy",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=200, help="measured calls (default 200)")
-    parser.add_argument("--warmup", type=int, default=20, help="calls not measured (default 20)")
-    parser.add_argument("--policy", default="hold", help="backend spec (default hold: ~0 model time)")
-    parser.add_argument("--chunk-size", type=int, default=50)
-    parser.add_argument("--async", dest="async_inference", action="store_true",
-                        help="async_inference in the node (worker thread + splice)")
-    parser.add_argument("--temporal-ensemble", action="store_true")
-    parser.add_argument("--no-graph", dest="graph", action="store_false",
-                        help="skip the run through the whole graph")
-    args = parser.parse_args(argv)
-
+def measure(args) -> int:
+    """The benchmark; ``args``: `vla-bridge bench policy`'s flags (calls, warmup, policy,
+    chunk_size, async_inference, temporal_ensemble, graph)."""
     from vla_bridge.ros.launcher import find_share_dir, node_env
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 200)))
     env = node_env(find_share_dir(), sys.executable)
@@ -203,7 +191,3 @@ def _bench(args, node) -> int:
               f"{_stats([s['latency_ms'][part] for s in statuses])}")
     sim.destroy_node()
     rclpy.shutdown()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """Operator console for real pilot trials: the outcomes the tracker cannot see, one trial at a time.
 
-    python -m vla_bridge.reporting.operator_console --plan pilot.yaml --sheet runs/pilot/sheet.jsonl
-    python -m vla_bridge.reporting.operator_console --tasks L0_pickup_yellow_block_3 --trials 5 \\
+    vla-bridge console --plan pilot.yaml --sheet runs/pilot/sheet.jsonl
+    vla-bridge console --tasks L0_pickup_yellow_block_3 --trials 5 \\
         --sheet runs/pilot/sheet.jsonl --results runs/pilot/results.jsonl \\
         --run "vla-bridge launch robofollow_real --tasks {task} --rounds {trial} --output runs/pilot"
 
@@ -33,7 +33,6 @@ Plan file (YAML or JSON):
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -395,60 +394,3 @@ def write_report(rows: list[dict], path: str | Path) -> str:
     path.write_text(text)
     path.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n")
     return text
-
-# ------------------------------------------------------------------------- entry point
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m vla_bridge.reporting.operator_console",
-                                description="Operator console for real pilot trials.")
-    what = p.add_mutually_exclusive_group()
-    what.add_argument("--plan", help="pilot plan (YAML/JSON: instructions, trials, stages)")
-    what.add_argument("--tasks", help="comma-separated suite task ids instead of a plan")
-    p.add_argument("--trials", type=int, default=5, help="trials per task with --tasks")
-    p.add_argument("--sheet", required=True, help="trial sheet (JSON lines; resumes)")
-    p.add_argument("--answers", help="scripted answers, one per line ('-' = empty)")
-    p.add_argument("--operator", default=os.environ.get("USER", ""), help="recorded per trial")
-    p.add_argument("--success", choices=("all", "last"), default="all",
-                   help="a trial succeeds when all stages / the last stage are yes")
-    p.add_argument("--run", default="", metavar="TEMPLATE",
-                   help="command run per trial after the reset ({task}, {trial}, {round}, "
-                        "{instruction}, {group} are filled in)")
-    p.add_argument("--results", help="the graph's results.jsonl: show its automatic scores")
-    p.add_argument("--report", help="write the pilot report (markdown, + .json) here; a run "
-                   "directory or a report.md path becomes pilot_report.md")
-    p.add_argument("--report-only", action="store_true", help="just report the sheet")
-    return p
-
-
-def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
-    cli = parser()
-    args = cli.parse_args(argv)
-    out = out or sys.stdout
-    if not (args.plan or args.tasks or args.report_only):
-        cli.error("one of --plan or --tasks is required (or --report-only)")
-    sheet = TrialSheet(args.sheet)
-    code = 0
-    if not args.report_only:
-        try:
-            plan = load_plan(args.plan) if args.plan else \
-                plan_from_tasks(args.tasks.split(","), args.trials)
-        except (ValueError, KeyError, FileNotFoundError) as exc:
-            print(f"[console] {exc}", file=sys.stderr)
-            return 2
-        answers = Answers.from_file(args.answers, out) if args.answers else Answers(out=out)
-        console = Console(plan, sheet, answers, out, operator=args.operator,
-                          success_rule=args.success, run_command=args.run,
-                          results_path=Path(args.results) if args.results else None)
-        try:
-            code = console.run()
-        except ScriptError as exc:
-            print(f"[console] {exc}", file=sys.stderr)
-            return 2
-    text = write_report(sheet.rows, args.report) if args.report else report(sheet.rows)[0]
-    out.write("\n" + text)
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,14 +13,13 @@ them: the segment or port itself and, for a port, its named semaphore
 than ``min_age_s`` (a participant that is just being created) are left alone.
 
 Pure standard library; the launcher calls ``clean_stale_shm`` before starting a graph and
-``python -m vla_bridge.ros.dds_shm`` does it by hand.
+``vla-bridge dds-cleanup`` does it by hand.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,13 +90,3 @@ def clean_stale_shm(shm_dir: str | Path = SHM_DIR, min_age_s: float = 10.0) -> C
             report.removed.append(path.name)
             report.freed_bytes += size
     return report
-
-
-def main(argv=None) -> int:
-    report = clean_stale_shm()
-    print(report.summary())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Scene entropy of a training suite (RoboFollow paper, Eq. 1 and appendix A.1).
 
-Pure logic, no rclpy.
+Pure logic, no rclpy. ``vla-bridge entropy [--summary]`` prints both suites' values.
 
 Definition (Eq. 1). Let T be a training task label (shared by all paraphrases of one task) and
 S the task-independent initial scene specification (fixtures, visible objects and attributes,
@@ -44,7 +44,6 @@ suite has 10 tasks, pooling the 40 tasks into one suite gives the same value.)
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter, defaultdict
 from typing import Hashable, Iterable, Mapping, Sequence
@@ -220,28 +219,3 @@ def report() -> dict:
                    "group_sizes": {k: group_sizes(v) for k, v in LIBERO_SUITES.items()},
                    "paper_bits": LIBERO_PAPER_BITS},
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m vla_bridge.benchmarks.robofollow.entropy [--summary]``."""
-    import argparse
-    parser = argparse.ArgumentParser(
-        prog="python -m vla_bridge.benchmarks.robofollow.entropy",
-        description="Scene entropy (RoboFollow Eq. 1) of RoboFollow's training suite (from "
-                    "config/robofollow) and of LIBERO's four suites, in bits.")
-    parser.add_argument("--summary", action="store_true",
-                        help="one line with both values instead of the JSON report "
-                             "(which adds group sizes, per-suite values and the paper's numbers)")
-    args = parser.parse_args(argv)
-    result = report()
-    if args.summary:
-        rf, lib = result["robofollow"], result["libero"]
-        print(f"RoboFollow {rf['bits']:.3f} bits (paper {rf['paper_bits']:.3f}), "
-              f"LIBERO {lib['bits']:.3f} bits (paper {lib['paper_bits']['mean']:.3f})")
-    else:
-        print(json.dumps(result, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -14,7 +14,7 @@ the message names the phrase and the candidates.
 
 RoboFollow helpers: ``layout_world`` (a scene layout's objects without a simulator) and
 ``coverage_report`` (how much of the task registry parses and grounds correctly;
-``python -m vla_bridge.benchmarks.vifo.grounding`` prints it).
+``vla-bridge grounding`` prints it).
 
 World frame (RoboFollow): +x is the robot's right, +y away from the robot ("behind"), +z up.
 """
@@ -501,19 +501,3 @@ def coverage_report(scenes=("scene1", "scene2", "scene3", "scene4"), suite=None)
                                              and f"{ori[0]}_{ori[1]}" == said["place_mode"])
         report[scene] = row
     return report
-
-
-def _main() -> None:
-    for scene, row in coverage_report().items():
-        extra = "".join(f", {k.replace('_ok', '')} {row[k]}/{row['tasks']}"
-                        for k in ("route_ok", "orientation_ok") if k in row)
-        print(f"{scene}: {row['parsed']}/{row['tasks']} parsed, source grounded "
-              f"{row['source_ok']}/{row['tasks']}, target {row['target_ok']}/"
-              f"{row['target_checked']}{extra}")
-        for e in row["errors"][:8]:
-            print("   ", e)
-
-
-# python -m vla_bridge.benchmarks.vifo.grounding: coverage of the task registry
-if __name__ == "__main__":
-    _main()
