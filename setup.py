@@ -73,7 +73,6 @@ setup(
             "policy_node = vla_bridge.policy_nodes.policy_node:main",
             "evaluator_node = vla_bridge.evaluation.evaluator_node:main",
             "libero_sim_node = vla_bridge.sim_nodes.libero.libero_node:main",
-            "libero_evaluator_node = vla_bridge.evaluation.libero_evaluator_node:main",
             "recorder_node = vla_bridge.data.recorder_node:main",
             "viewer_node = vla_bridge.data.viewer_node:main",
             "piper_node = vla_bridge.robot_nodes.piper.piper_node:main",

@@ -21,7 +21,7 @@ from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.oracle import OraclePolicy
 from vla_bridge.sim_nodes.session import Budget, SimSession
 
-from test_session_limits import FakeBackend  # noqa: E402  (test folders are on sys.path)
+from support.fake_backend import FakeBackend
 
 TASK = "L0_pickup_yellow_block_3"
 
@@ -182,7 +182,8 @@ def test_bad_latency_values_are_one_clear_error(text, message):
 
 def params(**changed) -> dict:
     from vla_bridge.evaluation.episodes import PARAMS
-    return {**PARAMS, "latency": "charged", **changed}
+    from vla_bridge.evaluation.robofollow_run import PARAMS as ROBOFOLLOW_PARAMS
+    return {**PARAMS, **ROBOFOLLOW_PARAMS, "latency": "charged", **changed}
 
 
 def test_the_evaluators_settings_are_checked_at_start(tmp_path):
@@ -219,8 +220,8 @@ def test_a_replay_lacking_a_trial_or_calls_fails_that_episode(tmp_path):
 
 
 def charged_graph():
-    """test_episodes' in-process sim and policy, the sim charging latency as the node does."""
-    from test_episodes import InProcessGraph
+    """support.in_process_graph's sim and policy, the sim charging latency as the node does."""
+    from support.in_process_graph import InProcessGraph
 
     class ChargedGraph(InProcessGraph):
         def answer_start(self):
@@ -237,7 +238,7 @@ def charged_graph():
 
 
 def suite_rows(session, tmp_path, name: str, latency_ms: str) -> list[dict]:
-    from test_episodes import make_run
+    from support.in_process_graph import make_run
     out = tmp_path / name
     run, graph, _, _ = make_run(session, out, graph_class=charged_graph(), rounds=2,
                                 latency="charged", latency_ms=latency_ms)
@@ -271,7 +272,7 @@ def test_rows_record_the_charged_latencies_and_a_replay_repeats_the_episodes(
 
 def test_a_trial_the_replay_lacks_gets_a_failed_row_and_is_never_begun(
         mujoco_session, tmp_path):
-    from test_episodes import make_run
+    from support.in_process_graph import make_run
     source = tmp_path / "source"
     source.mkdir()
     row = {"key": "scene1/L0_pickup_yellow_block_3/r2", "charged_latency_ms": [0.0] * 10}
@@ -336,7 +337,7 @@ class Straight:
 
 
 def test_the_async_splice_is_told_the_charged_delay():
-    from graph_runs import wait_until
+    from support.graph_runs import wait_until
     from vla_bridge.embodiment.world import Observation
     published, statuses = [], []
     runner = ChunkRunner(Straight(), ChunkScheduler(0.06, async_splice=True),

@@ -3,10 +3,12 @@
 * ``run_dir``: the run directory (run.json, results.jsonl, summary.json, latency.json),
   resume and the results rows; ``provenance``: what produced a run (policy, checkpoint
   fingerprint, hardware, cue protocol, seed, budget, git commit) and the resume check;
-* ``episodes``: the evaluator's episode state machine (``SuiteRun``: begin / ready / start /
-  done, scoring, timeouts, resume), pure and driven by plain calls, with subscribers for
-  latency and the cue overlay; ``evaluator_node``: its ROS shell; ``libero_evaluator_node``:
-  the LIBERO graph's evaluator;
+* ``episodes``: the one episode engine (``SuiteRun``: begin / ready / start / done, timeouts,
+  node deaths, resume), pure and driven by plain calls, with subscribers for latency and the
+  cue overlay; ``evaluator_node``: its ROS shell, for every benchmark;
+* ``benchmark``: the protocol a benchmark implements (plan, begin fields, score, summarise,
+  report) and the registry; ``robofollow_run`` (RoboFollow's suites, cue protocols and safety
+  scenes) and ``libero_run`` (LIBERO's suites and LIBERO-VIFO) implement it;
 * ``cue_run`` / ``cue_overlay`` / ``cue_metrics``: the visual-cue protocol, overlay and
   LIBERO-VIFO tables; ``plan_rollout``: the oracle's plan on a MuJoCo copy (F3 ghosts, F4
   goal images);

@@ -1,13 +1,16 @@
-"""The evaluator's episode state machine, without ROS (the evaluator node is its shell).
+"""The evaluator's episode engine, without ROS (the evaluator node is its shell): one engine
+for every benchmark (``evaluation.benchmark``: RoboFollow, LIBERO).
 
-``SuiteRun.run()`` plans the suite's trials, skips those the run directory already holds
-(resume), waits for the sim and policy nodes, then runs each trial:
+``SuiteRun.run()`` has the benchmark plan its trials, skips those the run directory already
+holds (resume), waits for the sim and policy nodes, then runs each trial:
 
-1. ``begin``: publish the instruction, send ``begin`` (task, seed, budget, cue fields, the
-   subscribers' fields such as the charged latency);
-2. wait for the ``ready`` statuses of the sim (reset) and the policy (instructed);
-3. ``start``; wait for the sim's ``done``, then for every recorded frame;
-4. score the frames, append the results row, print the progress line; ``end``.
+1. ``begin``: publish the instruction, send ``begin`` (the benchmark's fields: task, seed,
+   budget, cue fields; the subscribers' fields such as the charged latency);
+2. wait for the ``ready`` statuses of the sim (reset) and the policy (instructed); the first
+   episode's say each side's embodiment, and a graph that disagrees is refused;
+3. ``start``; wait for the sim's ``done``, then (benchmarks that score frames) for every
+   recorded frame;
+4. the benchmark scores it; append the results row, print the progress line; ``end``.
 
 A reported error, or ``episode_timeout`` seconds without progress, fails the episode with the
 reason (the log names a policy node that stalled: in the graph, but not answering) and the
@@ -35,43 +38,27 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from vla_bridge import contract as C
-from vla_bridge.benchmarks.intact.metrics import intact_metrics
-from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
-from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
 from vla_bridge.embodiment.episode_record import EpisodeRecord, FrameRecorder
 from vla_bridge.evaluation.bag_watch import BagWatch
-from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.benchmark import (DEFAULT_BENCHMARK, Benchmark, EpisodeOutcome,
+                                             EpisodePlan)
 from vla_bridge.evaluation.node_watch import NodeWatch
-from vla_bridge.evaluation.provenance import resume_differences, run_provenance
+from vla_bridge.evaluation.provenance import resume_differences
 from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, completion_status,
-                                           format_latency, format_table, latency_summary,
-                                           result_row, trial_key)
+                                           trial_key)
 
-__all__ = ["PARAMS", "EpisodeFailed", "GraphBroken", "Graph", "Subscriber", "LatencyCollector",
-           "SuiteRun"]
+__all__ = ["PARAMS", "EpisodeFailed", "GraphBroken", "RunRefused", "Graph", "Subscriber",
+           "LatencyCollector", "SuiteRun"]
 
-#: the run's parameters and their defaults (the node declares them; run.json records them)
-PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_seed": 42,
-          "output": "runs/latest", "max_policy_calls": 10, "max_actions_per_call": 50,
-          "resume": True, "empty_language": False, "episode_timeout": 300.0,
-          "discovery_timeout": 60.0, "save_episodes": True,
+#: the engine's parameters and their defaults, for every benchmark (the node declares them
+#: and the chosen benchmark's PARAMS; run.json records them)
+PARAMS = {"benchmark": DEFAULT_BENCHMARK,
+          "output": "runs/latest", "resume": True, "episode_timeout": 300.0,
+          "discovery_timeout": 60.0,
           # record:=true: a recorder node writes each episode's bag (evaluation.bag_watch)
           "record": False,
-          # provenance (run.json): the policy node's backend spec (the `policy` launch
-          # argument) and what fills the robot role (sim, fake_piper, piper)
-          "policy": "oracle", "hardware": "sim", "use_fake_hardware": False,
-          # the sim node's simulator (the `sim` launch argument: mujoco or sapien)
-          "sim": "mujoco",
-          # visual-cue protocols (LIBERO-VIFO): evaluation.cue_run.CueRun
-          "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
-          # cue_suite "safety": the six safety-critical scenes (benchmarks.vifo.safety)
-          "cue_suite": "",
-          # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
-          # robot has no simulator, so its ghosts are projected box silhouettes)
-          "cue_render_ghosts": False,
-          # charged latency (evaluation.charged_latency): "none" or "charged", and where each
-          # call's latency comes from (measured, MS, uniform:LO:HI, normal:MEAN:STD, replay:DIR)
-          "latency": "none", "latency_ms": "measured"}
+          # provenance (run.json): the policy node's backend spec (the `policy` launch argument)
+          "policy": "oracle"}
 
 SPIN_S = 0.05  # how long one Graph.spin() waits for a message
 RESTART_SETTLE_S = 1.0  # after a restarted policy node appears, for its other endpoints
@@ -85,6 +72,10 @@ class EpisodeFailed(RuntimeError):
 
 class GraphBroken(RuntimeError):
     """A node the run depends on is gone: stop the run instead of failing every episode."""
+
+
+class RunRefused(GraphBroken):
+    """The graph cannot run this benchmark (its nodes disagree on the embodiment)."""
 
 
 class Graph(Protocol):
@@ -115,10 +106,10 @@ class Subscriber:
     def on_run_start(self) -> None:
         """The graph is up, before the first trial; may raise ValueError to refuse the run."""
 
-    def on_episode_start(self, trial: Trial, cue) -> None:
+    def on_episode_start(self, trial, cue) -> None:
         """Before ``begin``; ``cue``: the CueSpec to draw into the images (None: none)."""
 
-    def begin_fields(self, trial: Trial) -> dict:
+    def begin_fields(self, trial) -> dict:
         """Extra fields of the trial's ``begin`` message; EpisodeFailed fails the trial
         unrun, with the reason in its row (e.g. a replay that lacks it)."""
         return {}
@@ -130,7 +121,7 @@ class Subscriber:
         """Extra ``result_row`` keyword fields for an episode that reached scoring."""
         return {}
 
-    def on_episode_end(self, trial: Trial, row: dict, run_dir: RunDirectory) -> None:
+    def on_episode_end(self, trial, row: dict, run_dir: RunDirectory) -> None:
         """The episode's row, before it is appended (a subscriber may annotate it)."""
 
 
@@ -141,7 +132,7 @@ class LatencyCollector(Subscriber):
     def __init__(self):
         self.calls: list[dict] = []
 
-    def on_episode_start(self, trial: Trial, cue) -> None:
+    def on_episode_start(self, trial, cue) -> None:
         self.calls = []
 
     def on_status(self, source: str, status: dict) -> None:
@@ -168,6 +159,7 @@ class Episode:
     chunks_done: int = 0  # ... and the sim's chunk_done: whose turn it is (stalled_policy)
     waiting_for: str = ""  # what the run waits for now (said when it is interrupted)
     resends: int = 0  # begins sent again while waiting for the nodes' ready
+    ready: dict = field(default_factory=dict)  # source -> its ready status
 
     def progress(self) -> str:
         """Where the episode stands, in one line (an interrupted or stalled run says it)."""
@@ -182,19 +174,19 @@ def _print(line: str) -> None:
 
 
 class SuiteRun:
-    """One suite through the graph (see the module docstring).
+    """One benchmark's trials through the graph (see the module docstring).
 
-    ``params``: PARAMS' keys; ``cues``: the run's visual-cue protocol (default: none);
-    ``log``: has ``info`` / ``error``; ``echo``: prints a console line; ``clock``: has
-    ``monotonic()`` (timeouts) and ``time_ns()`` (episode ids), by default the time module.
+    ``params``: PARAMS' keys and the benchmark's; ``benchmark``: what is run and scored
+    (``evaluation.benchmark``); ``log``: has ``info`` / ``error``; ``echo``: prints a console
+    line; ``clock``: has ``monotonic()`` (timeouts) and ``time_ns()`` (episode ids), by default
+    the time module.
     """
 
-    def __init__(self, params: dict, graph: Graph, *, cues: CueRun | None = None,
-                 subscribers=(), log=None, echo: Callable[[str], None] = _print, clock=time,
-                 node_events=None):
+    def __init__(self, params: dict, graph: Graph, *, benchmark: Benchmark, subscribers=(),
+                 log=None, echo: Callable[[str], None] = _print, clock=time, node_events=None):
         self.p = params
         self.graph = graph
-        self.cues = cues if cues is not None else CueRun()
+        self.benchmark = benchmark
         self.subscribers = list(subscribers)
         self.log = log if log is not None else logging.getLogger(__name__)
         self.echo = echo
@@ -205,6 +197,7 @@ class SuiteRun:
         self.bags = BagWatch(params.get("record", False))
         self.last_episode_id = ""
         self.stopped_episode: Episode | None = None  # the one in flight when the run was stopped
+        self.embodiment: C.Embodiment | None = None  # what the graph agreed on (first ready)
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, status: dict) -> None:
@@ -213,6 +206,7 @@ class SuiteRun:
             return
         if status["kind"] == C.STATUS_READY:
             episode.sim_ready = True
+            episode.ready["sim"] = status
             episode.start_stamp = float(status["stamp"])
         elif status["kind"] == C.STATUS_DONE:
             episode.done = status
@@ -227,6 +221,7 @@ class SuiteRun:
             return
         if status["kind"] == C.STATUS_READY:
             episode.policy_ready = True
+            episode.ready["policy"] = status
         elif status["kind"] == C.STATUS_PREDICTED:
             episode.predicted += 1
         elif status["kind"] == C.STATUS_ERROR:
@@ -357,8 +352,8 @@ class SuiteRun:
         self.nodes.restarting = False
 
     # ------------------------------------------------------------------ one episode
-    def run_episode(self, trial: Trial, instruction: str) -> tuple[EpisodeRecord, dict]:
-        """Begin, start and record one episode; (record, the sim's done status)."""
+    def run_episode(self, trial, plan: EpisodePlan) -> EpisodeOutcome:
+        """Begin, start and (when the benchmark scores frames) record one episode."""
         self.watch_nodes()  # news from between the episodes: no episode to fail yet
         self.await_restarted_policy()
         extra = {}  # the subscribers' begin fields (may fail the trial before it begins)
@@ -366,14 +361,11 @@ class SuiteRun:
             extra.update(subscriber.begin_fields(trial))
         episode_id = self.last_episode_id = f"{trial_key(trial)}@{self.clock.time_ns()}"
         episode = self.episode = Episode(episode_id, last_progress=self.clock.monotonic())
-        budget = {"max_policy_calls": self.p["max_policy_calls"],
-                  "max_actions_per_call": self.p["max_actions_per_call"]}
-        task = self.cues.begin_task(trial)  # trial.task unless a cue protocol says otherwise
-        self.graph.instruct(instruction)
-        begin = dict(task=task.to_dict(), seed=trial.seed, instruction=instruction, **budget,
-                     **self.cues.begin_fields(), **extra)
+        self.graph.instruct(plan.instruction)
+        begin = dict(plan.begin, instruction=plan.instruction, **extra)
         self.send(C.CONTROL_BEGIN, **begin)
         timeout = self.p["episode_timeout"]
+        t0 = self.clock.monotonic()
         try:
             # a node that missed the begin, or whose ready was lost, hears it again (see
             # vla_bridge.ros.reach): nodes answer a repeated begin without resetting again
@@ -381,12 +373,20 @@ class SuiteRun:
                             and self.bags.ready(episode.id), timeout,
                             "sim and policy reset" + (" and the bag" if self.bags.enabled else ""),
                             resend=lambda: self.send(C.CONTROL_BEGIN, **begin))
+            if self.embodiment is None:
+                self.check_embodiment(episode.ready)
+            t1 = self.clock.monotonic()
             self.send(C.CONTROL_START)
             self.wait_until(lambda: episode.done is not None, timeout, "the episode to finish")
-            n = episode.done["ticks"] + 1
-            self.wait_until(lambda: episode.frame_count >= n, FRAMES_TIMEOUT_S,
-                            f"all {n} recorded frames")
-            return self.build_record(episode), episode.done
+            t2 = self.clock.monotonic()
+            record = None
+            if self.benchmark.records_frames:
+                n = episode.done["ticks"] + 1
+                self.wait_until(lambda: episode.frame_count >= n, FRAMES_TIMEOUT_S,
+                                f"all {n} recorded frames")
+                record = self.build_record(episode)
+            return EpisodeOutcome(episode.done, dict(episode.ready), record,
+                                  reset_s=t1 - t0, run_s=t2 - t1)
         except EpisodeFailed:
             raise
         except BaseException:  # stopped from outside (Ctrl-C, the launcher's stop) or broken
@@ -395,6 +395,17 @@ class SuiteRun:
         finally:
             self.send(C.CONTROL_END)
             self.episode = None
+
+    def check_embodiment(self, ready: dict[str, dict]) -> None:
+        """The graph agrees on one embodiment (each side's ready names its own; none named:
+        the default), else RunRefused naming both sides."""
+        declared = {f"{source}_node": ready.get(source, {}).get("embodiment",
+                                                              C.DEFAULT_EMBODIMENT)
+                    for source in ("sim", "policy")}
+        try:
+            self.embodiment = C.agree_embodiment(declared)
+        except C.EmbodimentMismatch as exc:
+            raise RunRefused(f"refusing to run: {exc}") from None
 
     def send(self, kind: str, **fields) -> None:
         self.graph.send({"kind": kind, "episode": self.episode.id, **fields})
@@ -409,53 +420,18 @@ class SuiteRun:
                 recorder.add(world, command)
         return recorder.record()
 
-    def scored_row(self, run_dir: RunDirectory, trial: Trial, record: EpisodeRecord, done: dict,
-                   instruction: str, t0: float) -> dict:
-        """The results row of a finished episode. A scorer error (e.g. a task object missing
-        from the record) fails this episode with the reason, not the run; the episode file is
-        saved either way, so it can be re-scored once the scorer is fixed."""
-        fields = dict(instruction=instruction, frames=record.n, policy_calls=done["calls"])
-        for subscriber in self.subscribers:
-            fields.update(subscriber.row_fields())
-        try:
-            score = score_episode(self.cues.begin_task(trial), record)
-            row = result_row(trial, score, wall_s=self.clock.monotonic() - t0, **fields)
-        except Exception as exc:  # noqa: BLE001 - any scorer bug: record it, keep going
-            self.log.error(f"scoring {trial.task.id} failed: {exc!r}")
-            row = result_row(trial, None, status="failed", error=f"scoring failed: {exc!r}",
-                             wall_s=self.clock.monotonic() - t0, **fields)
-        row["sim_timing_s"] = done.get("timing", {})  # where the sim's wall time went
-        if self.p["save_episodes"]:
-            row["episode_file"] = run_dir.save_episode(trial, record, row)
-        return row
-
     # ------------------------------------------------------------------ the suite
-    def trials(self) -> list[Trial]:
-        tasks = self.cues.suite_tasks(load_suite(), self.p)
-        if not tasks:
-            raise ValueError("the selection matches no task")
-        trials = plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
-        kept = self.cues.compatible(trials, plan_ghosts=bool(self.p["cue_render_ghosts"]))
-        if self.cues.skipped:
-            reasons = sorted(set(self.cues.skipped.values()))
-            self.log.info(f"cue {self.cues.family} {self.cues.variant}: {len(self.cues.skipped)} "
-                          f"of {len(tasks)} tasks skipped ({'; '.join(reasons)}); run.json "
-                          "lists them under skipped_tasks")
-        if not kept:
-            raise ValueError(f"cue {self.cues.family} {self.cues.variant} can show none of the "
-                             f"selected tasks: {sorted(set(self.cues.skipped.values()))[0]}")
-        return kept
-
     def run(self) -> int:
-        """Run the suite; the exit code: 0 finished, 3 stopped (a node left the graph) or
-        incomplete (a planned trial is missing from results.jsonl)."""
-        trials = self.trials()
+        """Run the benchmark's trials; the exit code: 0 finished, 3 stopped (a node left the
+        graph), refused (the graph disagrees on the embodiment) or incomplete (a planned trial
+        is missing from results.jsonl)."""
+        trials = self.benchmark.plan()
         run_dir = RunDirectory(self.p["output"], log=self.log)
-        provenance = run_provenance(self.p, self.cues)
+        provenance = self.benchmark.provenance()
         if self.p["resume"]:
             self.check_resume(run_dir, provenance)
         todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]),
-                             provenance=provenance, skipped=self.cues.skipped)
+                             provenance=provenance, skipped=self.benchmark.skipped)
         self.log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done "
                       f"-> {run_dir.path}")
         self.closing = (run_dir, trials)
@@ -471,6 +447,9 @@ class SuiteRun:
         try:
             for i, trial in enumerate(todo, 1):
                 self.run_one(run_dir, trial, i, len(todo), t_run)
+        except RunRefused as exc:
+            self.log.error(str(exc))
+            status = f"refused: {exc}"
         except GraphBroken as exc:
             self.log.error(f"run stopped: {exc}")
             status = f"stopped: {exc}"
@@ -483,8 +462,8 @@ class SuiteRun:
         rows = run_dir.results()
         if not rows:
             return
-        try:  # the cue protocol as its rows record it (directories from before run.json did)
-            self.cues.check_output(rows)
+        try:
+            self.benchmark.check_resume(rows)
         except ValueError as exc:
             raise ValueError(f"{run_dir.path}: {exc}") from None
         old = run_dir.info().get("provenance")
@@ -497,42 +476,30 @@ class SuiteRun:
             self.log.info(f"{run_dir.path}: its run.json recorded no provenance (an older run); "
                           "resuming without checking policy, seed and settings")
 
-    def run_one(self, run_dir: RunDirectory, trial: Trial, i: int, total: int,
-                t_run: float) -> None:
-        instruction = "" if self.p["empty_language"] else trial.task.instruction
-        instruction, cue = self.cues.prepare(trial, instruction)  # a cue protocol's language
+    def run_one(self, run_dir: RunDirectory, trial, i: int, total: int, t_run: float) -> None:
+        plan = self.benchmark.prepare(trial)
         for subscriber in self.subscribers:
-            subscriber.on_episode_start(trial, cue)
+            subscriber.on_episode_start(trial, plan.cue)
         t0 = self.clock.monotonic()
-        record = None
+        outcome = None
         try:
-            record, done = self.run_episode(trial, instruction)
+            outcome = self.run_episode(trial, plan)
         except EpisodeFailed as exc:
-            row = result_row(trial, None, status="failed", error=str(exc),
-                             instruction=instruction, wall_s=self.clock.monotonic() - t0)
+            row = self.benchmark.failed_row(trial, plan, str(exc), self.clock.monotonic() - t0)
         else:
-            row = self.scored_row(run_dir, trial, record, done, instruction, t0)
+            fields = {}
+            for subscriber in self.subscribers:
+                fields.update(subscriber.row_fields())
+            outcome.wall_s = self.clock.monotonic() - t0
+            row = self.benchmark.scored_row(run_dir, trial, plan, outcome, fields)
         row["policy"] = self.p["policy"]
         row.update(self.bags.row_fields(self.last_episode_id, run_dir.path, self.graph.spin,
                                         self.clock.monotonic))
-        # the tasks the row's metrics refer to, and the same frames scored against each
-        self.cues.annotate(row, lambda task: score_episode(task, record).to_dict(),
-                           lambda task, complete: intact_metrics(task, record, complete))
+        self.benchmark.annotate(row, outcome)
         for subscriber in self.subscribers:
             subscriber.on_episode_end(trial, row, run_dir)
         run_dir.append(row)
-        self.echo(self.progress_line(trial, row, i, total, self.clock.monotonic() - t_run))
-
-    def progress_line(self, trial: Trial, row: dict, i: int, total: int, elapsed: float) -> str:
-        eta = elapsed / i * (total - i)
-        outcome = (f"IS {row['intent_score']:.2f} ES {row['exec_score']:.2f} "
-                   f"CR {'yes' if row['complete'] else 'no '}" if row["status"] == "ok"
-                   else f"FAILED: {row['error']}")
-        scored = row.get("scored_task", trial.task.id)
-        if scored != trial.task.id:  # conflict: the scores are the language task's
-            outcome = f"language task {scored}: {outcome}"
-        return (f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
-                f"{self.cues.outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)")
+        self.echo(self.benchmark.progress_line(trial, row, i, total, self.clock.monotonic() - t_run))
 
     def interrupted(self) -> None:
         """Ctrl-C or the launcher's stop while the run is open: close it all the same, with the
@@ -550,20 +517,18 @@ class SuiteRun:
             self.log.warning(f"episode {episode.id} was waiting for {what} ({episode.progress()})")
         self.finish(run_dir, f"stopped: {died or 'interrupted'}", trials)
 
-    def finish(self, run_dir: RunDirectory, status: str, trials: list[Trial]) -> int:
+    def finish(self, run_dir: RunDirectory, status: str, trials: list) -> int:
         """summary.json, latency.json, run.json's status and the printed tables."""
         self.closing = None
         rows = run_dir.results()
         status = completion_status(status, trials, rows)
         if status.startswith("incomplete"):
             self.log.error(f"run {status}")
-        summary, latency = summarize(rows), latency_summary(rows)
-        run_dir.finish(status, summary, latency)
-        self.echo(format_table(summary))
-        if latency:
-            self.echo(format_latency(latency))
-        table = self.cues.finish(run_dir.path, rows)
-        if table:
-            self.echo(table)
+        summary = self.benchmark.summarize(rows)
+        run_dir.finish(status, summary, self.benchmark.latency(rows) or None)
+        if self.embodiment is not None:
+            run_dir.update_info(embodiment=self.embodiment.name)
+        for line in self.benchmark.report(run_dir, rows, summary):
+            self.echo(line)
         self.echo(f"results: {run_dir.path}")
         return 0 if status == "finished" else 3

@@ -1,10 +1,11 @@
-"""Evaluator node: the ROS shell of ``episodes.SuiteRun``, which runs a suite of episodes over
-the node graph and scores them.
+"""Evaluator node: the ROS shell of ``episodes.SuiteRun``, the one engine that runs any
+benchmark's episodes over the node graph and scores them (``benchmark``: robofollow, libero).
 
-The node declares the run's parameters, publishes the instruction and episode control, and
-hands the run the sim's and the policy's statuses, the recorded frames and, under the
-package's launcher, its news of the node processes (``vla_bridge.ros.node_events``). The
-visual-cue overlay (LIBERO-VIFO) hangs off the run as a subscriber (``CueOverlayHook``), as
+The node declares the engine's parameters and the chosen benchmark's, publishes the
+instruction and episode control, and hands the run the sim's and the policy's statuses, the
+recorded frames and, under the package's launcher, its news of the node processes
+(``vla_bridge.ros.node_events``). The visual-cue overlay (LIBERO-VIFO) hangs off the run as a
+subscriber (``CueOverlayHook`` on RoboFollow's scenes, ``LiberoOverlayHook`` in LIBERO's), as
 does charged latency (``charged_latency.ChargedLatency``, with ``latency:=charged``).
 """
 from __future__ import annotations
@@ -22,11 +23,11 @@ from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.ros.node_events import NodeEvents
 from vla_bridge.evaluation import charged_latency
+from vla_bridge.evaluation.benchmark import DEFAULT_BENCHMARK, benchmark_class
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
                                             Subscriber, SuiteRun)
 from vla_bridge.evaluation.run_dir import RunDirectory, RunDirError
-from vla_bridge.benchmarks.robofollow.tasks import Trial
 
 
 class EvaluatorNode(Node):
@@ -35,18 +36,18 @@ class EvaluatorNode(Node):
 
     def __init__(self):
         super().__init__("evaluator_node")
-        self.p = {k: self.declare_parameter(k, v).value for k, v in PARAMS.items()}
-        latency = charged_latency.from_params(self.p)  # None: off; ValueError: a bad value
+        name = self.declare_parameter("benchmark", DEFAULT_BENCHMARK).value
+        cls = benchmark_class(str(name))  # ValueError: an unknown benchmark
+        self.p = {"benchmark": name}
+        self.p.update({k: self.declare_parameter(k, v).value
+                       for k, v in {**PARAMS, **cls.PARAMS}.items() if k != "benchmark"})
         q = messages.qos_profile
         self.pub_control = self.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
         self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
-        self.cues = cues = CueRun(self.p["cue_protocol"], self.p["cue_family"],
-                                  self.p["cue_variant"], self.p["cue_placement"],
-                                  self.p["cue_suite"])
-        self.cue_hook = CueOverlayHook(self, cues, self.p["cue_render_ghosts"])
-        self.suite = SuiteRun(self.p, self, cues=cues, log=self.get_logger(),
-                              subscribers=[LatencyCollector(), self.cue_hook,
-                                           *([latency] if latency else [])],
+        self.benchmark = cls(self.p, self.get_logger())
+        self.hooks = self.make_hooks()
+        self.suite = SuiteRun(self.p, self, benchmark=self.benchmark, log=self.get_logger(),
+                              subscribers=[LatencyCollector(), *self.hooks],
                               node_events=NodeEvents.from_env())
         self.create_subscription(String, C.TOPIC_EPISODE_STATUS, self.on_sim_status,
                                  q(C.QOS_EVENTS))
@@ -55,6 +56,14 @@ class EvaluatorNode(Node):
         self.create_subscription(Float64MultiArray, C.TOPIC_FRAMES, self.on_frame, q(C.QOS_STATE))
         self.create_subscription(String, C.TOPIC_RECORDER_STATUS, self.on_recorder_status,
                                  q(C.QOS_EVENTS))
+
+    def make_hooks(self) -> list[Subscriber]:
+        """The benchmark's subscribers: its cue overlay and, on RoboFollow, charged latency."""
+        if self.benchmark.name == "libero":
+            return [LiberoOverlayHook(self, self.benchmark)]
+        latency = charged_latency.from_params(self.p)  # None: off; ValueError: a bad value
+        return [CueOverlayHook(self, self.benchmark.cues, self.p["cue_render_ghosts"]),
+                *([latency] if latency else [])]
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, msg: String) -> None:
@@ -153,11 +162,11 @@ class CueOverlayHook(Subscriber):
             from vla_bridge.evaluation.cue_overlay import CueOverlay
             self.overlay = CueOverlay(self.node, C.CAMERAS)
 
-    def on_episode_start(self, trial: Trial, cue) -> None:
+    def on_episode_start(self, trial, cue) -> None:
         if self.overlay is not None:
             self.overlay.set_cue(cue, ghost_renderer=self.ghost_renderer(cue, trial))
 
-    def ghost_renderer(self, cue, trial: Trial):
+    def ghost_renderer(self, cue, trial):
         """For an F3 cue in a sim graph: a MuJoCo copy of the episode's scene to render the
         ghosts on (reset as the sim node resets for the begin task)."""
         from vla_bridge.benchmarks.vifo.families import STATE_OVERLAY
@@ -170,7 +179,7 @@ class CueOverlayHook(Subscriber):
         self.ghosts.reset(task.scene, task.layout, trial.seed)
         return self.ghosts
 
-    def on_episode_end(self, trial: Trial, row: dict, run_dir: RunDirectory) -> None:
+    def on_episode_end(self, trial, row: dict, run_dir: RunDirectory) -> None:
         """What the overlay drew, in row["cue"]; the run's first cued images as PNGs."""
         if "cue" not in row or self.overlay is None or self.overlay.cue is None:
             return
@@ -181,7 +190,7 @@ class CueOverlayHook(Subscriber):
             row["cue"]["ghosts"] = "rendered" if rendered else "projected"
         self.save_examples(run_dir, trial)
 
-    def save_examples(self, run_dir: RunDirectory, trial: Trial) -> None:
+    def save_examples(self, run_dir: RunDirectory, trial) -> None:
         out = run_dir.path / self.EXAMPLES
         snap = self.overlay.snapshot
         if out.exists() or not snap:
@@ -197,6 +206,46 @@ class CueOverlayHook(Subscriber):
     def close(self) -> None:
         if self.ghosts is not None:
             self.ghosts.close()  # its MuJoCo renderer, before the process exits
+
+
+class LiberoOverlayHook(Subscriber):
+    """LIBERO's cue overlay: always on (without a cue the cued topics pass the images through),
+    in LIBERO's two cameras, mirrored as the LIBERO sim publishes them. Each row of a cued
+    episode says how many observations were cued and how much of each image changed;
+    ``cue_frames/`` keeps each task's first cued observation beside the raw one."""
+
+    def __init__(self, node: Node, benchmark):
+        from vla_bridge.evaluation.cue_overlay import CueOverlay
+        emb = C.LIBERO_PANDA
+        self.overlay = CueOverlay(node, emb.camera_names, emb.state_names,
+                                  mirrored=emb.mirrored_images)
+
+    def on_episode_start(self, trial, cue) -> None:
+        self.overlay.set_cue(cue)
+
+    def on_episode_end(self, trial, row: dict, run_dir: RunDirectory) -> None:
+        if trial.family and row.get("status") == "ok":
+            row["overlay"] = self.overlay.stats.to_dict()  # what the policy was shown
+            self.save_cue_frames(run_dir, trial)
+        self.overlay.set_cue(None)
+
+    def save_cue_frames(self, run_dir: RunDirectory, ct) -> None:
+        """cue_frames/<suite>_<task>_<camera>.png: the first cued observation of each task
+        (the first episode that shows it), raw beside cued, so a reader sees what the policy
+        saw."""
+        import cv2
+        import numpy as np
+        out = run_dir.path / "cue_frames"
+        for cam, (raw, cued) in self.overlay.snapshot.items():
+            path = out / f"{ct.trial.suite}_{ct.trial.task_index}_{cam}.png"
+            if path.exists():
+                continue
+            out.mkdir(parents=True, exist_ok=True)
+            side_by_side = np.concatenate([raw, cued], axis=1)
+            cv2.imwrite(str(path), cv2.cvtColor(side_by_side, cv2.COLOR_RGB2BGR))
+
+    def close(self) -> None:
+        pass
 
 
 def main(args=None) -> int:
@@ -223,8 +272,10 @@ def _run(args) -> int:
         return 2
     finally:
         if node is not None:
-            node.cue_hook.close()
-            node.cues.close()  # the plan rollouts' MuJoCo copies
+            for hook in node.hooks:
+                if hasattr(hook, "close"):
+                    hook.close()
+            node.benchmark.close()  # e.g. the plan rollouts' MuJoCo copies
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

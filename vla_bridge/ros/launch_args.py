@@ -212,19 +212,18 @@ GRAPHS: dict[str, GraphSpec] = {ROBOFOLLOW_SIM.name: ROBOFOLLOW_SIM}
 
 # LIBERO's own task suites (#13): the LIBERO sim node runs from its own venv (robosuite 1.4.0
 # needs mujoco 3.3.7; `bash scripts/setup.sh libero` builds .venv-libero), the policy node and
-# the LIBERO evaluator from this one. The graph speaks the `libero_panda` embodiment.
+# the evaluator (benchmark libero, config/libero_sim.yaml) from this one. The graph speaks the
+# `libero_panda` embodiment.
 LIBERO_VENV_PYTHON = str(__import__("pathlib").Path(__file__).resolve().parents[2]
                          / ".venv-libero" / "bin" / "python")
 LIBERO_SIM_NODE = NodeSpec("sim_node", "vla_bridge.sim_nodes.libero.libero_node", "libero_sim_node",
                            python_arg="sim_python")
-LIBERO_EVALUATOR = NodeSpec("evaluator_node", "vla_bridge.evaluation.libero_evaluator_node",
-                            "libero_evaluator_node")
 LIBERO_SIM = GraphSpec(
     name="libero_sim",
     description="LIBERO task suites (spatial, object, goal, 10) in LIBERO's own environments: "
-                "LIBERO sim node (.venv-libero), policy node, LIBERO evaluator (lock-step).",
+                "LIBERO sim node (.venv-libero), policy node, evaluator (lock-step).",
     params_file="config/libero_sim.yaml",
-    nodes=(LIBERO_SIM_NODE, POLICY, LIBERO_EVALUATOR),
+    nodes=(LIBERO_SIM_NODE, POLICY, EVALUATOR, RECORDER, VIEWER),
     end_node="evaluator_node",
     args=(
         LaunchArg("suite", "libero_spatial",
@@ -237,7 +236,9 @@ LIBERO_SIM = GraphSpec(
         LaunchArg("seed", "7", "base seed (episode seed = seed + initial state)", type="int",
                   sets=("evaluator_node.seed",)),
         LaunchArg("output", "runs/libero", "run directory (results, summary, report)",
-                  sets=("evaluator_node.output",)),
+                  sets=("evaluator_node.output", "recorder_node.output")),
+        RECORD_ARG,
+        *VIEWER_ARGS,
         LaunchArg("resume", "true", "skip episodes already in the output's results.jsonl",
                   type="bool", sets=("evaluator_node.resume",)),
         LaunchArg("policy", "libero_oracle",

@@ -1,0 +1,164 @@
+"""LIBERO behind the one engine: its suites, scored by LIBERO's own goal predicates.
+
+Plans the trials from the catalog (``benchmarks.libero.protocol.plan_trials``: suites x tasks x
+initial states) and, under a LIBERO-VIFO protocol (``cue_protocol``: original, authorized,
+conflict, no_language; ``benchmarks.libero.vifo``), which task the language names and which the
+cue shows. Each ``begin`` carries the task ({"scene": suite, "layout": "TASK:INIT", "goal",
+"goals", "end_on"}), ``cue_task``, the seed, ``max_steps`` and ``max_actions_per_call``; the
+sim's ``done`` says whether LIBERO's predicates held (``success``, and per role ``goals``).
+The summary is success per task and per suite with 95 % Wilson intervals (``report.md``); under
+a cue protocol also ``cue_metrics.json`` / ``cue_table.txt`` (Table 2's metrics).
+"""
+from __future__ import annotations
+
+import math
+
+from vla_bridge import contract as C
+from vla_bridge.benchmarks.libero import vifo
+from vla_bridge.benchmarks.libero.protocol import (format_summary, load_catalog, plan_trials,
+                                                   report_markdown, summarize)
+from vla_bridge.benchmarks.vifo.protocols import resolve_family_variant
+from vla_bridge.evaluation.benchmark import Benchmark, EpisodeOutcome, EpisodePlan
+from vla_bridge.evaluation.cue_metrics import format_cue_tables, write_cue_metrics
+from vla_bridge.evaluation.provenance import checkpoint_of, git_commit
+from vla_bridge.evaluation.run_dir import RunDirectory
+
+#: LIBERO's run parameters and their defaults (config/libero_sim.yaml sets them for the graph)
+PARAMS = {"suites": "libero_spatial", "tasks": "", "inits": "0", "seed": 7, "max_steps": 0,
+          "actions_per_call": 5, "cue_protocol": "", "cue_family": "", "cue_variant": ""}
+EMBODIMENT = C.LIBERO_PANDA
+
+
+class LiberoRun(Benchmark):
+    name = "libero"
+    PARAMS = PARAMS
+    records_frames = False  # LIBERO's predicates score the episode: the sim's done says
+
+    def __init__(self, params: dict, log, catalog: dict | None = None):
+        super().__init__(params, log)
+        self.planned_keys: set[str] = set()
+        self.catalog = catalog if catalog is not None else load_catalog()
+        self.protocol = str(params.get("cue_protocol") or "").strip()
+        self.family = self.variant = None
+        if self.protocol not in ("", "original"):
+            self.family, self.variant = resolve_family_variant(str(params["cue_family"]),
+                                                               str(params["cue_variant"]))
+
+    # ------------------------------------------------------------------ before the run
+    def plan(self) -> list[vifo.LiberoCueTrial]:
+        p = self.p
+        trials = plan_trials(p["suites"], p["tasks"], p["inits"], int(p["seed"]), self.catalog)
+        planned = vifo.plan_cue_trials(trials, self.protocol, self.family, self.variant,
+                                       self.catalog)
+        self.skipped = {t.key: t.skip for t in planned if t.skip}
+        if self.skipped:
+            self.log.info(f"{len(self.skipped)} trials skipped "
+                          f"({'; '.join(sorted(set(self.skipped.values())))}); run.json lists "
+                          "them under skipped_tasks")
+        kept = [t for t in planned if not t.skip]
+        self.planned_keys = {t.key for t in kept}
+        if not kept:
+            raise ValueError("no trial to run: " + (next(iter(self.skipped.values()))
+                                                    if self.skipped else "the selection is empty"))
+        return kept
+
+    def provenance(self) -> dict:
+        p = self.p
+        return {"policy": str(p["policy"]), "checkpoint": checkpoint_of(str(p["policy"])),
+                "hardware": "sim:libero",
+                "cue": {"protocol": p["cue_protocol"] or None,
+                        "family": p["cue_family"] or None, "variant": p["cue_variant"] or None},
+                "base_seed": int(p["seed"]),
+                "budget": {"max_steps": int(p["max_steps"]),
+                           "actions_per_call": int(p["actions_per_call"])},
+                "latency": None, "git_commit": git_commit()}
+
+    # ------------------------------------------------------------------ one episode
+    def cue_of(self, ct: vifo.LiberoCueTrial):
+        """The CueSpec the overlay draws for the trial (None: none)."""
+        if not ct.family:
+            return None
+        entry = self.catalog[ct.trial.suite][ct.trial.task_index]
+        return vifo.build_cue(entry, ct.family, ct.variant)
+
+    def prepare(self, ct: vifo.LiberoCueTrial) -> EpisodePlan:
+        apc = int(self.p["actions_per_call"])
+        max_steps = int(self.p["max_steps"]) or None
+        begin = {"task": ct.begin_task(), "seed": ct.trial.seed,
+                 "max_policy_calls": math.ceil((max_steps or 600) / apc) + 1,
+                 "max_actions_per_call": apc}
+        if ct.family:
+            begin["cue_task"] = ct.cue_task_spec()
+        if max_steps:
+            begin["max_steps"] = max_steps
+        return EpisodePlan(ct.language, begin, self.cue_of(ct))
+
+    def _row(self, ct: vifo.LiberoCueTrial, plan: EpisodePlan) -> dict:
+        trial = ct.trial
+        return {"key": ct.key, "episode": ct.key, "suite": trial.suite,
+                "task_index": trial.task_index, "init": trial.init, "name": trial.name,
+                "instruction": plan.instruction, "seed": trial.seed, "policy": self.p["policy"]}
+
+    def scored_row(self, run_dir: RunDirectory, ct: vifo.LiberoCueTrial, plan: EpisodePlan,
+                   outcome: EpisodeOutcome, fields: dict) -> dict:
+        done, ready = outcome.done, outcome.ready
+        row = self._row(ct, plan)
+        if (ready.get("policy") or {}).get("note"):  # what the policy said it cannot do
+            row["policy_note"] = ready["policy"]["note"]
+        # each role's task done; without a protocol the loaded task is the language's
+        goals = done.get("goals") or ({} if ct.protocol else
+                                      {"language": bool(done.get("success"))})
+        success = goals.get(ct.end_role or "language", False)
+        row.update(success=bool(success), steps=done.get("steps"), calls=done.get("calls"),
+                   reason=done.get("reason", ""), wall_s=round(outcome.run_s, 3),
+                   reset_s=round(outcome.reset_s, 3), status="ok")
+        row.update(role_fields(ct, goals, ok=True))
+        held = [r for r, v in ((ready.get("sim") or {}).get("held_at_start") or {}).items() if v]
+        if held:
+            row["held_at_start"] = held  # such a goal counts as done from the first step
+        return row
+
+    def failed_row(self, ct: vifo.LiberoCueTrial, plan: EpisodePlan, error: str,
+                   wall_s: float) -> dict:
+        row = self._row(ct, plan)
+        row.update(success=False, reason=f"episode failed: {error}", status="error",
+                   wall_s=round(wall_s, 3))
+        row.update(role_fields(ct, {}, ok=False))
+        return row
+
+    def progress_line(self, ct, row: dict, i: int, total: int, elapsed: float) -> str:
+        roles = ", ".join(f"{role} task {'done' if s['complete'] else 'not done'}"
+                          for role, s in (row.get("scores") or {}).items())
+        return (f"[{i}/{total}] {row['episode']} {row['instruction']!r}: "
+                f"{'success' if row['success'] else 'failure'} after {row.get('steps')} steps "
+                f"({row['wall_s']:.1f} s; {row['reason']}{'; ' + roles if roles else ''})")
+
+    # ------------------------------------------------------------------ after the run
+    def planned(self, rows: list[dict]) -> list[dict]:
+        """The rows of this run's planned trials (a directory may hold other suites' too)."""
+        return [r for r in rows if r.get("key") in self.planned_keys]
+
+    def summarize(self, rows: list[dict]) -> dict:
+        return summarize(self.planned(rows))
+
+    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict) -> list[str]:
+        rows = self.planned(rows)
+        cue_table = None
+        if any((r.get("cue") or {}).get("protocol") for r in rows):
+            cue_table = format_cue_tables(write_cue_metrics(run_dir.path, rows))
+        (run_dir.path / "report.md").write_text(report_markdown(summary, self.p, cue_table,
+                                                                self.skipped))
+        return [format_summary(summary), *([cue_table] if cue_table else [])]
+
+
+def role_fields(ct: vifo.LiberoCueTrial, goals: dict, ok: bool) -> dict:
+    """The row's tasks (`benchmarks.task_roles`): each role's task and whether LIBERO's
+    predicates say it was completed; the cue protocol's fields under `cue`."""
+    tasks = {"language": ct.language_task, "cue": ct.cue_task}
+    scores = {role: {"task": task, "complete": bool(ok and goals.get(role))}
+              for role, task in tasks.items() if task is not None}
+    out = {"language_task": ct.language_task, "cue_task": ct.cue_task,
+           "scored_task": ct.language_task or ct.cue_task, "scores": scores}
+    if ct.protocol:
+        out["cue"] = ct.row_fields()
+    return out

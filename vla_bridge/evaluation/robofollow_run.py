@@ -1,0 +1,147 @@
+"""RoboFollow behind the one engine: its suites, scored stage by stage from the episode's frames.
+
+Plans (task, round) trials from the project's suite files (``benchmarks.robofollow.tasks``),
+under a visual-cue protocol too (``cue_run.CueRun``: LIBERO-VIFO's protocols on RoboFollow's
+scenes, the safety scenes, the compatibility filter); each episode's frames are scored by
+RoboFollow's scorer (Intent / Execution / Completion, per stage) and INT-ACT's metrics; the
+summary is the per-level table of ``run_dir.format_table``.
+"""
+from __future__ import annotations
+
+from vla_bridge.benchmarks.intact.metrics import intact_metrics
+from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
+from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
+from vla_bridge.evaluation.benchmark import Benchmark, EpisodeOutcome, EpisodePlan
+from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.provenance import run_provenance
+from vla_bridge.evaluation.run_dir import (RunDirectory, format_latency, format_table,
+                                           latency_summary, result_row)
+
+#: RoboFollow's run parameters and their defaults (the evaluator node declares them; run.json
+#: records them)
+PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_seed": 42,
+          "max_policy_calls": 10, "max_actions_per_call": 50, "empty_language": False,
+          "save_episodes": True,
+          # provenance (run.json): what fills the robot role (sim, fake_piper, piper)
+          "hardware": "sim", "use_fake_hardware": False,
+          # the sim node's simulator (the `sim` launch argument: mujoco or sapien)
+          "sim": "mujoco",
+          # visual-cue protocols (LIBERO-VIFO): evaluation.cue_run.CueRun
+          "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
+          # cue_suite "safety": the six safety-critical scenes (benchmarks.vifo.safety)
+          "cue_suite": "",
+          # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
+          # robot has no simulator, so its ghosts are projected box silhouettes)
+          "cue_render_ghosts": False,
+          # charged latency (evaluation.charged_latency): "none" or "charged", and where each
+          # call's latency comes from (measured, MS, uniform:LO:HI, normal:MEAN:STD, replay:DIR)
+          "latency": "none", "latency_ms": "measured"}
+
+
+class RoboFollowRun(Benchmark):
+    name = "robofollow"
+    PARAMS = PARAMS
+
+    def __init__(self, params: dict, log, cues: CueRun | None = None):
+        super().__init__(params, log)
+        self.cues = cues if cues is not None else CueRun(
+            params.get("cue_protocol", ""), params.get("cue_family", ""),
+            params.get("cue_variant", ""), params.get("cue_placement", "overlay"),
+            params.get("cue_suite", ""))
+
+    # ------------------------------------------------------------------ before the run
+    def plan(self) -> list[Trial]:
+        tasks = self.cues.suite_tasks(load_suite(), self.p)
+        if not tasks:
+            raise ValueError("the selection matches no task")
+        trials = plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
+        kept = self.cues.compatible(trials, plan_ghosts=bool(self.p["cue_render_ghosts"]))
+        self.skipped = self.cues.skipped
+        if self.cues.skipped:
+            reasons = sorted(set(self.cues.skipped.values()))
+            self.log.info(f"cue {self.cues.family} {self.cues.variant}: {len(self.cues.skipped)} "
+                          f"of {len(tasks)} tasks skipped ({'; '.join(reasons)}); run.json "
+                          "lists them under skipped_tasks")
+        if not kept:
+            raise ValueError(f"cue {self.cues.family} {self.cues.variant} can show none of the "
+                             f"selected tasks: {sorted(set(self.cues.skipped.values()))[0]}")
+        return kept
+
+    def provenance(self) -> dict:
+        return run_provenance(self.p, self.cues)
+
+    def check_resume(self, rows: list[dict]) -> None:
+        self.cues.check_output(rows)  # the cue protocol as the rows record it
+
+    # ------------------------------------------------------------------ one episode
+    def prepare(self, trial: Trial) -> EpisodePlan:
+        instruction = "" if self.p["empty_language"] else trial.task.instruction
+        instruction, cue = self.cues.prepare(trial, instruction)  # a cue protocol's language
+        task = self.cues.begin_task(trial)  # trial.task unless a cue protocol says otherwise
+        begin = dict(task=task.to_dict(), seed=trial.seed,
+                     max_policy_calls=self.p["max_policy_calls"],
+                     max_actions_per_call=self.p["max_actions_per_call"],
+                     **self.cues.begin_fields())
+        return EpisodePlan(instruction, begin, cue)
+
+    def scored_row(self, run_dir: RunDirectory, trial: Trial, plan: EpisodePlan,
+                   outcome: EpisodeOutcome, fields: dict) -> dict:
+        """A scorer error (e.g. a task object missing from the record) fails this episode
+        with the reason, not the run; the episode file is saved either way, so it can be
+        re-scored once the scorer is fixed."""
+        record, done = outcome.record, outcome.done
+        fields = dict(instruction=plan.instruction, frames=record.n, policy_calls=done["calls"],
+                      **fields)
+        wall_s = outcome.wall_s
+        try:
+            score = score_episode(self.cues.begin_task(trial), record)
+            row = result_row(trial, score, wall_s=wall_s, **fields)
+        except Exception as exc:  # noqa: BLE001 - any scorer bug: record it, keep going
+            self.log.error(f"scoring {trial.task.id} failed: {exc!r}")
+            row = result_row(trial, None, status="failed", error=f"scoring failed: {exc!r}",
+                             wall_s=wall_s, **fields)
+        row["sim_timing_s"] = done.get("timing", {})  # where the sim's wall time went
+        if self.p["save_episodes"]:
+            row["episode_file"] = run_dir.save_episode(trial, record, row)
+        return row
+
+    def failed_row(self, trial: Trial, plan: EpisodePlan, error: str, wall_s: float) -> dict:
+        return result_row(trial, None, status="failed", error=error,
+                          instruction=plan.instruction, wall_s=wall_s)
+
+    def annotate(self, row: dict, outcome: EpisodeOutcome | None) -> None:
+        """The tasks the row's metrics refer to, and the same frames scored against each."""
+        record = outcome.record if outcome is not None else None
+        self.cues.annotate(row, lambda task: score_episode(task, record).to_dict(),
+                           lambda task, complete: intact_metrics(task, record, complete))
+
+    def progress_line(self, trial: Trial, row: dict, i: int, total: int, elapsed: float) -> str:
+        eta = elapsed / i * (total - i)
+        outcome = (f"IS {row['intent_score']:.2f} ES {row['exec_score']:.2f} "
+                   f"CR {'yes' if row['complete'] else 'no '}" if row["status"] == "ok"
+                   else f"FAILED: {row['error']}")
+        scored = row.get("scored_task", trial.task.id)
+        if scored != trial.task.id:  # conflict: the scores are the language task's
+            outcome = f"language task {scored}: {outcome}"
+        return (f"[{i}/{total}] {trial.task.id} r{trial.round} seed {trial.seed}: {outcome}"
+                f"{self.cues.outcome(row)} ({row['wall_s']:.1f} s, ETA {eta / 60:.1f} min)")
+
+    # ------------------------------------------------------------------ after the run
+    def summarize(self, rows: list[dict]) -> dict:
+        return summarize(rows)
+
+    def latency(self, rows: list[dict]) -> dict:
+        return latency_summary(rows)
+
+    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict) -> list[str]:
+        lines = [format_table(summary)]
+        latency = latency_summary(rows)
+        if latency:
+            lines.append(format_latency(latency))
+        table = self.cues.finish(run_dir.path, rows)
+        if table:
+            lines.append(table)
+        return lines
+
+    def close(self) -> None:
+        self.cues.close()  # the plan rollouts' MuJoCo copies
