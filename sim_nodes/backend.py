@@ -5,6 +5,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from vla_bridge import contract
 from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.embodiment.world import WorldState
 
@@ -14,6 +15,9 @@ class SimBackend(ABC):
 
     #: seconds of simulated time per control tick (one executed action)
     control_period: float
+    #: the action and state names, cameras and action width the sim node speaks for this
+    #: backend (contract.Embodiment; the RoboFollow workcell: the ALOHA-ordered PiPER pair)
+    embodiment: contract.Embodiment = contract.ALOHA_PIPER
 
     @abstractmethod
     def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:

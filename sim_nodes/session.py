@@ -94,10 +94,9 @@ def summarize_events(events: list[LimitEvent], show: int = 3) -> str:
 
 
 class SimSession:
-    def __init__(self, backend: SimBackend, cameras=contract.CAMERAS,
-                 limits: JointLimits | None = None):
+    def __init__(self, backend: SimBackend, cameras=None, limits: JointLimits | None = None):
         self.backend = backend
-        self.cameras = tuple(cameras)
+        self.cameras = tuple(cameras or backend.embodiment.camera_names)
         self.limits = limits or load_sim_limits()
         self.budget = Budget()
         self.calls = 0

@@ -55,7 +55,8 @@ class SimNode(Node):
     def __init__(self):
         super().__init__("sim_node")
         p = self._declare({"backend": "mujoco", "lock_step": True, "control_period": 0.06,
-                           "image_width": C.IMAGE_WIDTH, "image_height": C.IMAGE_HEIGHT,
+                           "image_width": C.ALOHA_PIPER.image_size[0],
+                           "image_height": C.ALOHA_PIPER.image_size[1],
                            "image_every_tick": False, "scene": "scene1",
                            "observation_period": 0, "record_fps": 0})
         self.lock_step = bool(p["lock_step"])
@@ -65,6 +66,7 @@ class SimNode(Node):
         self.dt = float(p["control_period"])
         backend = make_backend(p["backend"], control_period=p["control_period"],
                                width=p["image_width"], height=p["image_height"])
+        self.embodiment = backend.embodiment  # the names, cameras and action width it speaks
         self.session = SimSession(backend)
         self.record_fps = int(p["record_fps"])
         if self.record_fps:
@@ -100,11 +102,11 @@ class SimNode(Node):
         self.pub_frames = self.create_publisher(Float64MultiArray, C.TOPIC_FRAMES, q(C.QOS_STATE))
         self.pub_status = self.create_publisher(String, C.TOPIC_EPISODE_STATUS, q(C.QOS_EVENTS))
         self.pub_images = {c: self.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES))
-                           for c in C.CAMERAS}
+                           for c in self.embodiment.camera_names}
         self.pub_info = {c: self.create_publisher(CameraInfo, C.camera_info_topic(c), q(C.QOS_IMAGES))
-                         for c in C.CAMERAS}
+                         for c in self.embodiment.camera_names}
         self.pub_record = {c: self.create_publisher(Image, C.record_image_topic(c), q(C.QOS_IMAGES))
-                           for c in C.CAMERAS}
+                           for c in self.embodiment.camera_names}
         self.pub_record_joints = self.create_publisher(JointState, C.TOPIC_RECORD_JOINT_STATES,
                                                        q(C.QOS_STATE))
         self.pub_record_cmd = self.create_publisher(JointState, C.TOPIC_RECORD_JOINT_COMMANDS,
@@ -165,7 +167,7 @@ class SimNode(Node):
         self.publish_tick()
         self.flush_frames()
         self.publish_world(self.now())
-        self.ready_fields = {"tick": 0, "stamp": self.now()}
+        self.ready_fields = {"tick": 0, "stamp": self.now(), "embodiment": self.embodiment.name}
         self.answer_ready()
 
     def scene_cues(self, ctl: dict) -> list:
@@ -202,9 +204,9 @@ class SimNode(Node):
         if listened[self.pub_clock]:
             self.pub_clock.publish(messages.clock_msg(t))
         if listened[self.pub_joints]:
-            self.pub_joints.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
+            self.pub_joints.publish(messages.joint_state_msg(self.embodiment.state_names, self.session.backend.joint_positions(), t))
         if listened[self.pub_cmd]:
-            self.pub_cmd.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
+            self.pub_cmd.publish(messages.joint_state_msg(self.embodiment.action_names, self.session.command, t))
         world = self.session.backend.world_state()
         if self.frame_fields is None:  # same bodies all episode
             self.frame_fields = messages.frame_fields(len(self.session.command), world)
@@ -228,7 +230,7 @@ class SimNode(Node):
 
     def publish_images(self, t: float) -> None:
         backend = self.session.backend
-        for cam in C.CAMERAS:
+        for cam in self.embodiment.camera_names:
             self.pub_images[cam].publish(messages.image_to_msg(backend.render(cam), t, cam))
             model = backend.camera_model(cam)
             self.pub_info[cam].publish(messages.camera_info_msg(model.width, model.height,
@@ -238,10 +240,10 @@ class SimNode(Node):
         """One dense frame (record_fps): every camera, the measured joints and the executed
         target, with one stamp. Rendering reads the state only, so it changes no result."""
         t, backend = self.now(), self.session.backend
-        for cam in C.CAMERAS:
+        for cam in self.embodiment.camera_names:
             self.pub_record[cam].publish(messages.image_to_msg(backend.render(cam), t, cam))
-        self.pub_record_joints.publish(messages.joint_state_msg(C.JOINT_NAMES, backend.joint_positions(), t))
-        self.pub_record_cmd.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.command, t))
+        self.pub_record_joints.publish(messages.joint_state_msg(self.embodiment.state_names, backend.joint_positions(), t))
+        self.pub_record_cmd.publish(messages.joint_state_msg(self.embodiment.action_names, self.session.command, t))
 
     def publish_observation(self) -> None:
         """Joint state, world state and images of the current tick, all with its stamp; the
@@ -250,7 +252,7 @@ class SimNode(Node):
         a complete observation."""
         t = self.now()
         self.publish_world(t)
-        self.pub_joints.publish(messages.joint_state_msg(C.JOINT_NAMES, self.session.backend.joint_positions(), t))
+        self.pub_joints.publish(messages.joint_state_msg(self.embodiment.state_names, self.session.backend.joint_positions(), t))
         if not self.image_every_tick:
             self.publish_images(t)
         self.pending_stamp_ns = messages.stamp_ns(messages.sec_to_stamp(t))
@@ -269,7 +271,8 @@ class SimNode(Node):
             self.get_logger().warning("stale action chunk (answers an older observation); dropped")
             return
         try:
-            chunk = C.validate_chunk(messages.msg_to_chunk(msg, C.JOINT_NAMES))
+            chunk = C.validate_chunk(messages.msg_to_chunk(msg, self.embodiment.action_names),
+                                     self.embodiment.action_dim)
         except ValueError as exc:  # hold position, tell the evaluator
             self.get_logger().error(f"rejected action chunk: {exc}")
             self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
@@ -327,7 +330,8 @@ class SimNode(Node):
         if not self.running:
             return
         try:
-            chunk = C.validate_chunk(messages.msg_to_chunk(msg, C.JOINT_NAMES))
+            chunk = C.validate_chunk(messages.msg_to_chunk(msg, self.embodiment.action_names),
+                                     self.embodiment.action_dim)
         except ValueError as exc:
             self.get_logger().error(f"rejected action chunk: {exc}")
             self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")

@@ -155,6 +155,7 @@ class LiberoBackend(SimBackend):
             raise ValueError(f"LIBERO runs at its own 20 Hz: control_period must be "
                              f"{EMBODIMENT.control_period}, got {control_period}")
         self.control_period = EMBODIMENT.control_period
+        self.embodiment = EMBODIMENT
         self.width, self.height = int(width), int(height)
         self.settle_steps = int(settle_steps)
         self.render_every_step = bool(render_every_step)  # the plain robosuite timing check
