@@ -23,6 +23,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages, reach
+from vla_bridge.ros.stamp_sync import StampSync
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
 from vla_bridge.policy_nodes.registry import make_policy
@@ -54,7 +55,7 @@ class PolicyNode(Node):
         self.action_horizon = int(p["action_horizon"])  # actions executed per call
         self.episode: str | None = None
         self.calls = 0
-        self.parts: dict[int, dict] = {}  # stamp_ns -> {"state":..., "images": {...}, "world":...}
+        self.parts = StampSync(KEEP_STAMPS)  # stamp_ns -> {"state", "images": {...}, "world"}
         self._make_io(p["image_source"])
         # chunk execution hook (vla_bridge.policy_nodes.chunking): action horizon, temporal
         # ensembling, async inference with splicing, per-call latency breakdown
@@ -110,7 +111,8 @@ class PolicyNode(Node):
             self.get_logger().error(f"episode begin {ctl['episode']!r} failed: {exc!r}")
 
     def begin(self, ctl: dict) -> None:
-        self.episode, self.calls, self.parts = ctl["episode"], 0, {}
+        self.episode, self.calls = ctl["episode"], 0
+        self.parts.clear()
         self.ready_fields = None
 
         def prepare():
@@ -141,47 +143,38 @@ class PolicyNode(Node):
                 (self.pub_chunk, reach.publishing_nodes(self, C.TOPIC_JOINT_STATES))]
 
     # ------------------------------------------------------------------ observation parts
-    def _part(self, stamp) -> tuple[int, dict]:
-        key = messages.stamp_ns(stamp)
-        if key not in self.parts and len(self.parts) >= KEEP_STAMPS:
-            del self.parts[min(self.parts)]
-        return key, self.parts.setdefault(key, {"images": {}})
-
     def on_joints(self, msg: JointState) -> None:
-        key, part = self._part(msg.header.stamp)
-        part["state"] = msg
-        part["stamp"] = msg.header.stamp
+        key = messages.stamp_ns(msg.header.stamp)
+        self.parts.add(key, "state", msg)
         self.chunking.note_tick(key * 1e-9)
         self.maybe_predict(key)
 
     def on_world(self, msg: MarkerArray) -> None:
         if not msg.markers:
             return
-        key, part = self._part(msg.markers[0].header.stamp)
-        part["world"] = msg
+        key = messages.stamp_ns(msg.markers[0].header.stamp)
+        self.parts.add(key, "world", msg)
         self.maybe_predict(key)
 
     def on_image(self, camera: str, msg: Image) -> None:
-        key, part = self._part(msg.header.stamp)
-        part["images"][camera] = messages.msg_to_image(msg)
+        key = messages.stamp_ns(msg.header.stamp)
+        self.parts.add(key, "images", messages.msg_to_image(msg), camera=camera)
         self.maybe_predict(key)
 
     def maybe_predict(self, key: int) -> None:
-        part = self.parts[key]
+        part = self.parts.get(key)
         complete = ("state" in part and len(part["images"]) == len(self.embodiment.cameras)
                     and (not self.policy.needs_world_state or "world" in part))
         if not complete or self.episode is None:
             return
         t0 = time.perf_counter()
-        del self.parts[key]
-        for older in [k for k in self.parts if k < key]:  # nothing older can be needed now
-            del self.parts[older]
-        world = part.get("world")
+        part = self.parts.take(key)  # and nothing older can be needed now
+        world, stamp = part.get("world"), part["state"].header.stamp
         obs = Observation(state=messages.joint_state_to_array(part["state"],
                                                               self.embodiment.state_names),
-                          images=part["images"], stamp=messages.stamp_to_sec(part["stamp"]),
+                          images=part["images"], stamp=messages.stamp_to_sec(stamp),
                           world=messages.msg_to_world_state(world) if world is not None else None)
-        self.predict_and_publish(obs, part["stamp"], time.perf_counter() - t0)
+        self.predict_and_publish(obs, stamp, time.perf_counter() - t0)
 
     def predict_and_publish(self, obs: Observation, stamp, preprocess_s: float = 0.0) -> None:
         """Predict, validate, schedule and publish (in a worker thread when async_inference);

@@ -30,6 +30,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
+from vla_bridge.ros.stamp_sync import StampSync
 
 # the conditioning itself is pure and shared with the report's replay videos (vifo.replay)
 from vla_bridge.benchmarks.vifo.families import CueSpec
@@ -118,9 +119,7 @@ class CueOverlay:
         return self.conditioner.inserter if self.conditioner is not None else None
 
     def _reset_buffers(self) -> None:
-        self._images: dict[int, dict[str, Image]] = {}
-        self._worlds: dict[int, object] = {}
-        self._joints: dict[int, np.ndarray] = {}
+        self._parts = StampSync(KEEP_STAMPS)  # stamp -> {"images", "world", "joints"}
 
     @property
     def needs_world(self) -> bool:
@@ -134,14 +133,14 @@ class CueOverlay:
         if self.cue is None or not msg.markers or self.world_provider is not None:
             return
         key = messages.stamp_ns(msg.markers[0].header.stamp)
-        self._put(self._worlds, key, messages.msg_to_world_state(msg))
+        self._parts.add(key, "world", messages.msg_to_world_state(msg))
         self._try(key)
 
     def on_joints(self, msg: JointState) -> None:
         if self.cue is None:
             return
         key = messages.stamp_ns(msg.header.stamp)
-        self._put(self._joints, key, messages.joint_state_to_array(msg, self.joint_names))
+        self._parts.add(key, "joints", messages.joint_state_to_array(msg, self.joint_names))
         self._try(key)
 
     def on_image(self, camera: str, msg: Image) -> None:
@@ -150,44 +149,32 @@ class CueOverlay:
             self.stats.passthrough += 1
             return
         key = messages.stamp_ns(msg.header.stamp)
-        if key not in self._images and len(self._images) >= KEEP_STAMPS:
-            del self._images[min(self._images)]
-            self.stats.dropped += 1
-        self._images.setdefault(key, {})[camera] = msg
+        self._parts.add(key, "images", msg, camera=camera)
+        self.stats.dropped = self._parts.dropped
         self._try(key)
 
-    @staticmethod
-    def _put(buf: dict, key: int, value) -> None:
-        if key not in buf and len(buf) >= KEEP_STAMPS:
-            del buf[min(buf)]
-        buf[key] = value
-
     # ------------------------------------------------------------------ conditioning
-    def _world_for(self, key: int):
+    def _world_for(self, key: int, part: dict):
         if self.world_provider is not None:
             return self.world_provider(key * 1e-9)
-        return self._worlds.get(key)
+        return part.get("world")
 
     def _try(self, key: int) -> None:
-        images = self._images.get(key)
-        if images is None or len(images) < len(self.cameras):
+        part = self._parts.get(key)
+        if part is None or len(part["images"]) < len(self.cameras):
             return
         world = joints = None
         if self.needs_world:
-            world = self._world_for(key)
+            world = self._world_for(key, part)
             if world is None:
                 return
             if self.conditioner.needs_joints(self.cameras, world):
-                joints = self._joints.get(key)
+                joints = part.get("joints")
                 if joints is None:
                     return
-        del self._images[key]
-        for older in [k for k in self._images if k < key]:
-            del self._images[older]
-            self.stats.dropped += 1
+        images = self._parts.take(key)["images"]  # and the older stamps, unused
+        self.stats.dropped = self._parts.dropped
         self._publish(images, world, joints)
-        self._worlds = {k: v for k, v in self._worlds.items() if k > key}
-        self._joints = {k: v for k, v in self._joints.items() if k > key}
 
     def _focal(self, cam: str, msg: Image) -> float | None:
         w, h, f = self.focal.get(cam, (msg.width, msg.height, None))
