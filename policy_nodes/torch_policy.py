@@ -44,17 +44,17 @@ CONFIG_FILE, WEIGHTS_FILE = "config.json", "weights.pt"
 @dataclass
 class TinyPolicyConfig:
     chunk_size: int = 50
-    action_dim: int = C.ACTION_DIM
+    action_dim: int = C.ALOHA_PIPER.action_dim
     camera: str = "cam_high"
     image_width: int = 64
     image_height: int = 48
     vocab_buckets: int = 4096
     text_dim: int = 64
     hidden: int = 256
-    state_mean: list[float] = field(default_factory=lambda: [0.0] * C.ACTION_DIM)
-    state_std: list[float] = field(default_factory=lambda: [1.0] * C.ACTION_DIM)
-    action_mean: list[float] = field(default_factory=lambda: [0.0] * C.ACTION_DIM)
-    action_std: list[float] = field(default_factory=lambda: [0.05] * C.ACTION_DIM)
+    state_mean: list[float] = field(default_factory=lambda: [0.0] * C.ALOHA_PIPER.action_dim)
+    state_std: list[float] = field(default_factory=lambda: [1.0] * C.ALOHA_PIPER.action_dim)
+    action_mean: list[float] = field(default_factory=lambda: [0.0] * C.ALOHA_PIPER.action_dim)
+    action_std: list[float] = field(default_factory=lambda: [0.05] * C.ALOHA_PIPER.action_dim)
 
     @classmethod
     def from_dict(cls, d: dict) -> TinyPolicyConfig:

@@ -155,12 +155,12 @@ class LeRobotPolicy(PolicyBackend):
                 self.images[key] = (self.camera_map.get(name, name), tuple(feature.shape[-2:]))
             elif key == "observation.state":
                 self.state_key = key
-                if feature.shape[-1] != C.ACTION_DIM:
+                if feature.shape[-1] != C.ALOHA_PIPER.action_dim:
                     raise ValueError(f"checkpoint state has {feature.shape[-1]} dims, the "
-                                     f"contract has {C.ACTION_DIM}")
+                                     f"contract has {C.ALOHA_PIPER.action_dim}")
         action = self.config.output_features.get(ACTION)
-        if action is None or action.shape[-1] != C.ACTION_DIM:
-            raise ValueError(f"checkpoint action feature must be [{C.ACTION_DIM}], got "
+        if action is None or action.shape[-1] != C.ALOHA_PIPER.action_dim:
+            raise ValueError(f"checkpoint action feature must be [{C.ALOHA_PIPER.action_dim}], got "
                              f"{None if action is None else list(action.shape)}")
 
     def reset(self) -> None:
@@ -203,7 +203,8 @@ class LeRobotPolicy(PolicyBackend):
             else:
                 chunk = self.policy.predict_action_chunk(batch)
             chunk = self.postprocessor(chunk)  # [1, H, D]
-        actions = np.asarray(chunk.detach().cpu().double().numpy()).reshape(-1, C.ACTION_DIM)
+        actions = np.asarray(chunk.detach().cpu().double().numpy())
+        actions = actions.reshape(-1, C.ALOHA_PIPER.action_dim)
         if self.gripper == "aloha":
             from vla_bridge.policy_nodes.openpi.wire import actions_from_wire
             actions = actions_from_wire(actions, "aloha")

@@ -57,7 +57,7 @@ from vla_bridge.robot_nodes.realsense import realsense_io as rio
 from vla_bridge.robot_nodes.tracker.tracker import TrackerConfig, contract_vector
 
 DEFAULTS = {
-    "cameras": ",".join(C.CAMERAS),
+    "cameras": ",".join(C.ALOHA_PIPER.camera_names),
     "source": "auto",  # auto | devices | playback | synthetic (rio.plan_sources)
     "use_fake_hardware": False,  # auto: synthetic cameras when no serials and no recordings
     "serials": "",  # "cam_high:SERIAL,..."; empty entry: the only connected device
@@ -67,8 +67,8 @@ DEFAULTS = {
     "width": 640,  # stream size requested from the device
     "height": 480,
     "fps": 30,
-    "image_width": C.IMAGE_WIDTH,  # published size (0: the stream's)
-    "image_height": C.IMAGE_HEIGHT,
+    "image_width": C.ALOHA_PIPER.image_size[0],  # published size (0: the stream's)
+    "image_height": C.ALOHA_PIPER.image_size[1],
     "enable_depth": False,
     # cameras also published at the stream's size on /<camera>/color/image_raw (+ camera_info),
     # for the marker tracker: small markers need the pixels the policy images do not have
@@ -239,7 +239,7 @@ class RealsenseNode(Node):
         self.full_resolution = set(rio.parse_cameras(p["full_resolution_cameras"]))
         self.out_size = (int(p["image_width"]), int(p["image_height"]))
         files = {cam: self.declare_parameter(f"{cam}.playback_file", "").value
-                 for cam in C.CAMERAS}
+                 for cam in C.ALOHA_PIPER.camera_names}
         self.source_kind, playback = self._plan(p, files)
         self.sources = [] if self.source_kind == "synthetic" else self._sources(p, playback)
         self._lock = threading.Lock()
