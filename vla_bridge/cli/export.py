@@ -1,10 +1,15 @@
-"""`vla-bridge export lerobot RUN_DIR... --out DIR`: recorded episodes -> a LeRobotDataset."""
+"""`vla-bridge export lerobot RUN_DIR... --out DIR`: recorded episodes -> a LeRobotDataset.
+
+Damaged episodes (a torn results line, a bag that cannot be read) are skipped with one line
+each; an error is one line on stderr: exit 1 when the dataset could not be written (the errno
+is in the line; nothing of the dataset is left), 2 when the export cannot be done as asked."""
 from __future__ import annotations
 
 import argparse
 import sys
 
-from vla_bridge.data.lerobot_export import ExportError, Selection, export_lerobot
+from vla_bridge.data.lerobot_export import (DatasetWriteError, ExportError, Selection,
+                                            export_lerobot)
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -37,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
         summary = export_lerobot(args.run_dirs, args.out, repo_id=args.repo_id,
                                  selection=selection, fps=args.fps,
                                  video=args.images == "video", overwrite=args.overwrite)
+    except DatasetWriteError as exc:
+        print(f"vla-bridge export: error: {exc}", file=sys.stderr)
+        return 1
     except (ExportError, OSError) as exc:
         print(f"vla-bridge export: error: {exc}", file=sys.stderr)
         return 2

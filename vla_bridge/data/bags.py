@@ -3,16 +3,24 @@
 The recorder node hands this module serialized (CDR) messages exactly as DDS delivered them;
 `EpisodeBags` opens a bag when an episode begins and closes it when the episode ends. A bag
 is written under ``<run>/bags/.partial/<name>`` and moved to ``<run>/bags/<name>`` only once
-it is closed, so a directory under ``bags/`` is always a complete bag (``metadata.yaml`` and
-``<name>.mcap`` with zstd-compressed chunks, as ``ros2 bag record -s mcap`` writes them) and a crash leaves at most one
-partial bag, which the episode's rerun replaces.
+it is closed complete (its episode ended normally), so a directory under ``bags/`` is always a
+complete bag (``metadata.yaml`` and ``<name>.mcap`` with zstd-compressed chunks, as ``ros2 bag
+record -s mcap`` writes them). The bag of an episode that did not end normally (it failed, or
+another begin came first) is closed where it is, readable but not filed; a crash leaves at most
+one partial bag; the episode's rerun replaces either. ``.partial`` is removed once empty.
+
+A bag that cannot be written (a full disk) is removed, partial files and all, and the OSError
+is raised to the caller: no broken bag is ever left (the space it took is free again).
 
 Bag names come from the evaluator's episode id (``<scene>/<task>/r<round>@<ns>``): the trial
 key with ``/`` turned into ``__``, so a resumed run rewrites the bag of a trial it reruns and
-never touches a finished one.
+never touches a finished one (``EpisodeBags.finished``: a trial with its results row, or one
+this recorder filed itself).
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import re
 import shutil
@@ -25,6 +33,10 @@ STORAGE = "mcap"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+class FinishedTrial(ValueError):
+    """A begin of a trial whose bag is complete and whose results row is written."""
+
+
 def bag_name(episode_id: str) -> str:
     """A directory name for an episode id: its trial key, filesystem-safe."""
     key = episode_id.split("@", 1)[0].strip("/")
@@ -34,11 +46,26 @@ def bag_name(episode_id: str) -> str:
     return name
 
 
+def os_error_text(exc: OSError) -> str:
+    """An OSError in one line with its errno: 'No space left on device (errno 28 ENOSPC):
+    /path'."""
+    if exc.errno is None:
+        return str(exc) or type(exc).__name__
+    name = errno.errorcode.get(exc.errno, "?")
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or str(exc)} (errno {exc.errno} {name}){where}"
+
+
 @functools.lru_cache(maxsize=1)
 def typestore():
     """ROS 2 kilted's message definitions (built once: it takes about 0.2 s)."""
     from rosbags.typesys import Stores, get_typestore
     return get_typestore(Stores.ROS2_KILTED)
+
+
+def _remove_if_empty(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not empty, or already gone
+        directory.rmdir()
 
 
 @dataclass
@@ -53,14 +80,19 @@ class EpisodeBag:
     def __post_init__(self):
         from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
-        if self.partial.exists():  # left by a crash: this episode is being rerun
-            shutil.rmtree(self.partial)
-        self.partial.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = Writer(self.partial, version=9, storage_plugin=StoragePlugin.MCAP)
-        # MCAP's own zstd chunk compression: every MCAP reader opens it; rendered frames
-        # shrink about 20x (a 10 fps oracle episode: 207 MB -> 11 MB)
-        self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
-        self._writer.open()
+        self._writer = None
+        try:
+            if self.partial.exists():  # left by a crash or a failed episode: this one is rerun
+                shutil.rmtree(self.partial)
+            self.partial.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = Writer(self.partial, version=9, storage_plugin=StoragePlugin.MCAP)
+            # MCAP's own zstd chunk compression: every MCAP reader opens it; rendered frames
+            # shrink about 20x (a 10 fps oracle episode: 207 MB -> 11 MB)
+            self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+            self._writer.open()
+        except OSError:
+            self.discard()
+            raise
         self._connections: dict = {}
         self._types = typestore()
 
@@ -72,13 +104,26 @@ class EpisodeBag:
         self._writer.write(conn, stamp_ns, raw)
         self.counts[topic] = self.counts.get(topic, 0) + 1
 
-    def close(self) -> Path:
-        """Finish the bag (metadata.yaml) and move it to its final place; its path."""
+    def close(self, complete: bool = True) -> Path:
+        """Finish the bag (metadata.yaml); a complete one moves to its final place, another
+        stays under .partial. Its path."""
         self._writer.close()
+        if not complete:
+            return self.partial
         if self.final.exists():  # an older recording of the same trial (a rerun)
             shutil.rmtree(self.final)
         self.partial.rename(self.final)
+        _remove_if_empty(self.partial.parent)
         return self.final
+
+    def discard(self) -> None:
+        """Drop the bag, written or not (a write failed): nothing of it stays on disk."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with contextlib.suppress(Exception):  # a full disk fails the last flush again
+                writer.abort()
+        shutil.rmtree(self.partial, ignore_errors=True)
+        _remove_if_empty(self.partial.parent)
 
     @property
     def messages(self) -> int:
@@ -89,7 +134,8 @@ class EpisodeBags:
     """The bags of a run directory: `begin(episode)` opens one, messages go into it, `end`
     closes it. Messages that arrive between episodes are dropped, except the latest message
     of a latched topic, which the next bag starts with (the instruction is sent just before
-    its episode begins)."""
+    its episode begins). An OSError of a write, an open or a close drops the bag
+    (``EpisodeBag.discard``) and is raised."""
 
     def __init__(self, run_dir: str | Path, topics: dict[str, str], latched=frozenset()):
         self.root = Path(run_dir) / BAGS_DIR
@@ -97,17 +143,42 @@ class EpisodeBags:
         self.latched = frozenset(latched)
         self.bag: EpisodeBag | None = None
         self.episode: str | None = None
+        self.filed: set[str] = set()  # names of the complete bags this recorder filed
         self._held: dict[str, tuple[int, bytes]] = {}  # latched topic -> newest, between episodes
 
+    def finished(self, episode_id: str) -> bool:
+        """Whether the episode's trial is finished, so its complete bag must stay as it is:
+        this recorder filed it, or it is under bags/ and the run directory holds the trial's
+        results row (a trial a resume runs again has none)."""
+        from vla_bridge.evaluation.run_dir import RunDirectory
+
+        name = bag_name(episode_id)
+        if name in self.filed:
+            return True
+        if not (self.root / name).is_dir():
+            return False
+        keys = RunDirectory(self.root.parent).finished_keys()
+        return any(_key_name(key) == name for key in keys)
+
+    def check_begin(self, episode_id: str) -> None:
+        """ValueError when the episode may not open a bag: its id gives no bag name, or its
+        trial is finished (FinishedTrial, see ``finished``)."""
+        if self.finished(episode_id):
+            raise FinishedTrial(f"trial {bag_name(episode_id)} is finished and its bag "
+                                "complete; a finished trial's bag is never replaced")
+
     def begin(self, episode_id: str) -> EpisodeBag:
+        """Open the episode's bag (a bag still open is closed incomplete first); ValueError
+        as ``check_begin`` says."""
+        self.check_begin(episode_id)
         if self.bag is not None:
-            self.end(self.episode)
+            self.end(self.episode, complete=False)
         name = bag_name(episode_id)
         self.bag = EpisodeBag(name, self.root / PARTIAL_DIR / name, self.root / name, self.topics)
         self.episode = episode_id
-        for topic, (stamp_ns, raw) in sorted(self._held.items(), key=lambda kv: kv[1][0]):
-            self.bag.write(topic, stamp_ns, raw)
-        self._held = {}
+        held, self._held = self._held, {}
+        for topic, (stamp_ns, raw) in sorted(held.items(), key=lambda kv: kv[1][0]):
+            self.write(topic, stamp_ns, raw)
         return self.bag
 
     def write(self, topic: str, stamp_ns: int, raw: bytes) -> bool:
@@ -119,22 +190,50 @@ class EpisodeBags:
             if topic in self.latched:
                 self._held[topic] = (stamp_ns, raw)
             return False
-        self.bag.write(topic, stamp_ns, raw)
+        with self._dropped_on_error():
+            self.bag.write(topic, stamp_ns, raw)
         return True
 
-    def end(self, episode_id: str | None) -> tuple[Path, int] | None:
-        """Close the bag of `episode_id` (None or another id: nothing happens); its final
-        path and message count."""
+    def end(self, episode_id: str | None, complete: bool = True) -> tuple[Path, int] | None:
+        """Close the bag of `episode_id` (None or another id: nothing happens): filed under
+        bags/ when ``complete``, else left under .partial; its path and message count."""
         if self.bag is None or episode_id != self.episode:
             return None
+        with self._dropped_on_error():
+            path = self.bag.close(complete)
         bag, self.bag, self.episode = self.bag, None, None
-        return bag.close(), bag.messages
+        if complete:
+            self.filed.add(bag.name)
+        return path, bag.messages
+
+    def abandon(self) -> None:
+        """Drop the open bag (nothing of it stays on disk)."""
+        bag, self.bag, self.episode = self.bag, None, None
+        if bag is not None:
+            bag.discard()
+
+    @contextlib.contextmanager
+    def _dropped_on_error(self):
+        try:
+            yield
+        except OSError:
+            self.abandon()
+            raise
 
     def close(self) -> None:
         """Shut down mid-episode: the open bag stays partial (the episode did not finish)."""
         if self.bag is not None:
-            self.bag._writer.close()
+            with contextlib.suppress(Exception):
+                self.bag._writer.close()
             self.bag, self.episode = None, None
+        _remove_if_empty(self.root / PARTIAL_DIR)
+
+
+def _key_name(key) -> str | None:
+    try:
+        return bag_name(str(key))
+    except ValueError:
+        return None
 
 
 def read_counts(bag_dir: str | Path) -> dict[str, int]:

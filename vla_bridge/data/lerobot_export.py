@@ -22,12 +22,20 @@ stream at or before its time.
 Per-episode facts LeRobot's episode table has no column for (task id, level, seed, scores,
 success, source bag) go to ``meta/vla_bridge_episodes.jsonl`` beside LeRobot's own ``meta/``,
 one line per ``episode_index``. No network: LeRobot is told the hub is offline.
+
+Damaged inputs are skipped, one line each: a torn ``results.jsonl`` line (a cut write), a bag
+that cannot be read (a cut ``.mcap``, a missing bag). The dataset is written atomically: into
+a temporary folder beside ``--out``, renamed to it only when complete (``--overwrite``
+replaces the old one only then); a write error (a full disk) removes the temporary folder and
+raises ``DatasetWriteError``, one line with the real errno, so no half dataset is left.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -45,6 +53,15 @@ STAMP_TOLERANCE_S = 1e-6
 
 class ExportError(ValueError):
     """An export that cannot be done as asked (the message says why and what to do)."""
+
+
+class DatasetWriteError(ExportError):
+    """The dataset could not be written (a full disk, no permission): nothing is left of it;
+    ``errno`` is the OSError's."""
+
+    def __init__(self, message: str, errno: int | None = None):
+        super().__init__(message)
+        self.errno = errno
 
 
 @dataclass
@@ -184,17 +201,51 @@ class Selection:
         return None
 
 
-def recorded_rows(run_dirs: Iterable[str | Path]) -> list[tuple[Path, dict]]:
-    """(run dir, row) of every results row of the run directories, in order."""
+TORN_ROW = "torn results.jsonl line"  # the reason a skipped line is counted under
+UNREADABLE_BAG = "unreadable bag"
+
+
+def recorded_rows(run_dirs: Iterable[str | Path],
+                  skip: Callable[[str, str], None] | None = None) -> list[tuple[Path, dict]]:
+    """(run dir, row) of every results row of the run directories, in order. A line that is
+    no JSON object (torn by a cut write) is skipped: ``skip(TORN_ROW, what)`` hears of it."""
     out = []
     for run in map(Path, run_dirs):
         results = run / "results.jsonl"
         if not results.is_file():
             raise ExportError(f"{run}: not a run directory (no results.jsonl)")
-        for line in results.read_text().splitlines():
-            if line.strip():
-                out.append((run, json.loads(line)))
+        for number, line in enumerate(results.read_text(errors="replace").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                row = exc
+            if isinstance(row, dict):
+                out.append((run, row))
+            elif skip is not None:
+                skip(TORN_ROW, f"{results}:{number}: not a JSON object (a torn line?): "
+                               f"{line[:60]!r}")
     return out
+
+
+def _bag_damage() -> tuple[type[BaseException], ...]:
+    """What reading a damaged bag raises (rosbags' ReaderError, a cut chunk, bad CDR)."""
+    from rosbags.rosbag2 import ReaderError
+    from rosbags.rosbag2.storage_mcap import zstd
+    kinds = [ReaderError, OSError, EOFError, KeyError, IndexError, struct.error]
+    kinds += [k for k in (getattr(zstd, "ZstdError", None),) if isinstance(k, type)]
+    return tuple(kinds)
+
+
+def read_bag_or_skip(bag_dir: Path, fps: int | None) -> EpisodeFrames | str:
+    """The bag's frames, or why it cannot be read (a damaged bag: one line)."""
+    try:
+        return read_episode(bag_dir, fps)
+    except ExportError:
+        raise
+    except (ValueError, *_bag_damage()) as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 # ============================================================================ writing
@@ -220,15 +271,20 @@ def export_lerobot(run_dirs: Iterable[str | Path], out: str | Path, *,
                    repo_id: str = "local/vla_bridge", selection: Selection = Selection(),
                    fps: int | None = None, video: bool = True, overwrite: bool = False,
                    echo: Callable[[str], None] = print) -> dict:
-    """Write the selected recorded episodes as one LeRobotDataset at `out`; a summary."""
+    """Write the selected recorded episodes as one LeRobotDataset at `out`, atomically (see
+    the module docstring); a summary. Damaged rows and bags are skipped, one line each."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local dataset: never the hub
     out = Path(out)
-    if out.exists():
-        if not overwrite:
-            raise ExportError(f"{out} exists; choose a new --out or pass --overwrite")
-        shutil.rmtree(out)
-    rows = recorded_rows(run_dirs)
-    chosen, skipped = [], {}
+    if out.exists() and not overwrite:
+        raise ExportError(f"{out} exists; choose a new --out or pass --overwrite")
+    skipped: dict[str, int] = {}
+
+    def skip(reason: str, line: str) -> None:
+        skipped[reason] = skipped.get(reason, 0) + 1
+        echo(f"skipped {line}")
+
+    rows = recorded_rows(run_dirs, skip)
+    chosen = []
     for run, row in rows:
         why = selection.keeps(row)
         if why is None:
@@ -237,21 +293,83 @@ def export_lerobot(run_dirs: Iterable[str | Path], out: str | Path, *,
             skipped[why] = skipped.get(why, 0) + 1
     if not chosen:
         raise ExportError(f"no episode to export ({len(rows)} rows; skipped: {skipped})")
-    dataset, facts = None, []
-    for i, (run, row) in enumerate(chosen, 1):
-        frames = read_episode(run / row["bag"], fps)
+    with _atomic_dataset(out) as partial:
+        dataset, facts = None, []
+        try:
+            for i, (run, row) in enumerate(chosen, 1):
+                name = row.get("key", row["bag"])
+                frames = read_bag_or_skip(run / row["bag"], fps)
+                if isinstance(frames, str):
+                    skip(UNREADABLE_BAG, f"[{i}/{len(chosen)}] {name}: its bag {run / row['bag']} "
+                                         f"cannot be read ({frames})")
+                    continue
+                if dataset is None:
+                    dataset = create_dataset(partial, repo_id, frames, video)
+                elif frames.fps != dataset.fps:
+                    raise ExportError(f"{row['bag']}: {frames.fps} fps, the dataset is "
+                                      f"{dataset.fps} fps")
+                add_episode(dataset, frames, row["instruction"])
+                facts.append({"episode_index": len(facts), **episode_facts(run, row, frames)})
+                echo(f"[{i}/{len(chosen)}] {name}: {frames.n} frames")
+        except BaseException:
+            if dataset is not None:  # close LeRobot's parquet writers; the first error counts
+                with contextlib.suppress(Exception):
+                    dataset.finalize()
+            raise
         if dataset is None:
-            dataset = create_dataset(out, repo_id, frames, video)
-        elif frames.fps != dataset.fps:
-            raise ExportError(f"{row['bag']}: {frames.fps} fps, the dataset is {dataset.fps} fps")
-        add_episode(dataset, frames, row["instruction"])
-        facts.append({"episode_index": i - 1, **episode_facts(run, row, frames)})
-        echo(f"[{i}/{len(chosen)}] {row.get('key', row['bag'])}: {frames.n} frames")
-    dataset.finalize()
-    sidecar = out / SIDECAR
-    sidecar.write_text("".join(json.dumps(f) + "\n" for f in facts))
+            raise ExportError(f"no episode to export: no bag could be read "
+                              f"({len(rows)} rows; skipped: {skipped})")
+        dataset.finalize()
+        (partial / SIDECAR).write_text("".join(json.dumps(f) + "\n" for f in facts))
     return {"episodes": len(facts), "frames": sum(f["frames"] for f in facts),
             "fps": dataset.fps, "skipped": skipped, "root": str(out)}
+
+
+@contextlib.contextmanager
+def _atomic_dataset(out: Path):
+    """A temporary folder beside `out` to write the dataset into; renamed to `out` (an old
+    `out` replaced) when the block ends, removed when it raises. An OSError becomes one
+    DatasetWriteError line with the errno."""
+    from vla_bridge.data.bags import os_error_text
+
+    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(partial, ignore_errors=True)  # a crashed export's
+        yield partial
+        if out.exists():  # --overwrite: the old dataset goes only now
+            out.rename(old)
+        partial.rename(out)
+    except BaseException as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        if old.exists() and not out.exists():
+            old.rename(out)  # the old dataset stays as it was
+        if isinstance(exc, OSError):
+            raise DatasetWriteError(f"cannot write the dataset {out}: {os_error_text(exc)}; "
+                                    "nothing was written", exc.errno) from None
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class _StrictImageWriter:
+    """LeRobot's image-writer interface (``save_image``, ``wait_until_done``, ``stop``),
+    writing each frame at once and raising when the write fails. LeRobot's own synchronous
+    ``write_image`` prints a failed write and goes on, so a full disk showed up later as a
+    missing file (ENOENT) instead of ENOSPC, and the export went on with a broken episode."""
+
+    def save_image(self, image, fpath, compress_level: int = 1) -> None:
+        from lerobot.datasets.image_writer import image_array_to_pil_image
+        if hasattr(image, "cpu"):  # a torch tensor
+            image = image.cpu().numpy()
+        picture = image_array_to_pil_image(image) if isinstance(image, np.ndarray) else image
+        picture.save(fpath, compress_level=compress_level)
+
+    def wait_until_done(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
 
 
 def create_dataset(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
@@ -259,8 +377,10 @@ def create_dataset(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
     shape = frames.images[C.CAMERAS[0]].shape[1:]
-    return LeRobotDataset.create(repo_id, fps=frames.fps, root=out, robot_type=ROBOT_TYPE,
-                                 features=features(shape, video), use_videos=video)
+    dataset = LeRobotDataset.create(repo_id, fps=frames.fps, root=out, robot_type=ROBOT_TYPE,
+                                    features=features(shape, video), use_videos=video)
+    dataset.image_writer = _StrictImageWriter()  # a failed image write raises (see there)
+    return dataset
 
 
 def add_episode(dataset, frames: EpisodeFrames, instruction: str,

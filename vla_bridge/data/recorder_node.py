@@ -9,8 +9,22 @@ control opens and closes the bags:
   node answers ``recording`` on its status topic, and the evaluator starts the episode only
   after that, so no observation of the episode can miss the bag;
 * ``end``: the bag closes once no message has arrived for QUIET_S (messages still queued in
-  this process land in their own episode's bag), then the node answers ``recorded`` with the
-  bag's path and message count.
+  this process land in their own episode's bag). It is complete, and filed under ``bags/``
+  with the answer ``recorded`` (its path and message count), only when the episode ended
+  normally: the sim's ``done`` of that episode came before the bag closed. Otherwise (the
+  episode failed or was stopped) the bag is kept under ``bags/.partial`` and the answer is
+  ``incomplete`` with the reason; so is a bag whose episode another ``begin`` replaced.
+
+Control messages are read as every other node reads them (``messages.parse_control``, with
+the begin fields the sim and the policy need, BEGIN_NEEDS): a malformed one is logged in one
+line, neither acted on nor recorded. A ``begin`` of a finished trial (its bag complete and its
+results row written, ``EpisodeBags.finished``) is refused the same way: its bag is never
+replaced.
+
+A bag that cannot be written (a full disk: an OSError opening, writing or closing it) is
+removed, the error logged in one line with its errno, and the node answers ``failed`` with
+the reason; it stays up but records nothing more (every later ``begin`` gets the same
+``failed``), and the evaluator ends the run with that reason (``evaluation.bag_watch``).
 
 Bag log times are receive times on the wall clock, as ``ros2 bag record`` writes them; the
 messages' own header stamps carry the sim time.
@@ -25,13 +39,18 @@ from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
 from vla_bridge import contract as C
-from vla_bridge.data.bags import EpisodeBags, typestore
+from vla_bridge.data.bags import EpisodeBags, os_error_text, typestore
 from vla_bridge.ros import messages
 
 QUIET_S = 0.05  # an ending bag closes after this long without a message...
 MAX_DRAIN_S = 2.0  # ...or after this long at most
+DONE_GRACE_S = 0.5  # ...and not before this long after its end while the sim's done is not in
 HELD_LIMIT = 500  # messages held between episodes...
 HELD_WINDOW_S = 2.0  # ...and only those of the last 2 s: what was sent for the next episode
+#: the begin fields the sim (task, seed; the task's scene and layout) and the policy (task,
+#: instruction) require: a begin either of them refuses opens no bag
+BEGIN_NEEDS = ("task", "seed", "instruction")
+TASK_KEYS = ("scene", "layout")
 
 
 class RecorderNode(Node):
@@ -43,6 +62,8 @@ class RecorderNode(Node):
         self.held: list[tuple[str, int, bytes]] = []  # between episodes, see module doc
         self.ending: str | None = None  # episode whose bag closes once the topics are quiet
         self.end_asked = self.last_message = 0.0
+        self.done = False  # the sim's done of the open bag's episode was heard
+        self.failure: str | None = None  # a bag could not be written: nothing more is recorded
         q = messages.qos_profile
         self.pub_status = self.create_publisher(String, C.TOPIC_RECORDER_STATUS, q(C.QOS_EVENTS))
         self.subscriptions_by_topic = {}
@@ -66,8 +87,12 @@ class RecorderNode(Node):
         self.last_message = time.monotonic()
         if topic == C.TOPIC_EPISODE_CONTROL:
             self.on_control(raw, now)
+        elif self.failure is not None:
+            return  # recording stopped
         elif self.bags.bag is not None:
-            self.bags.write(topic, now, raw)
+            if topic == C.TOPIC_EPISODE_STATUS:
+                self.note_done(raw)
+            self.write(topic, now, raw)
         else:
             self.hold(topic, now, raw)
 
@@ -91,55 +116,117 @@ class RecorderNode(Node):
         while self.held and (self.held[0][1] < oldest or len(self.held) > HELD_LIMIT):
             self.held.pop(0)
 
-    def on_control(self, raw: bytes, stamp_ns: int) -> None:
+    def write(self, topic: str, stamp_ns: int, raw: bytes) -> None:
+        episode = self.bags.episode
         try:
-            control = json.loads(deserialize_message(raw, String).data)
-            kind, episode = control["kind"], control["episode"]
-        except (ValueError, TypeError, KeyError) as exc:  # not ours to judge: keep it, log once
-            self.get_logger().warning(f"unreadable episode control message recorded as is: {exc}")
-            kind = episode = None
-        if kind == C.CONTROL_BEGIN and isinstance(episode, str):
-            self.begin(episode)
+            self.bags.write(topic, stamp_ns, raw)
+        except OSError as exc:
+            self.fail(episode, exc)
+
+    def note_done(self, raw: bytes) -> None:
+        """Whether this sim status is the ``done`` of the open bag's episode."""
+        try:
+            status = C.check_status(json.loads(deserialize_message(raw, String).data), "sim")
+        except (ValueError, TypeError, AttributeError):  # not ours to judge (the evaluator does)
+            return
+        if status["kind"] == C.STATUS_DONE and status["episode"] == self.bags.episode:
+            self.done = True
+
+    def read_control(self, raw: bytes) -> dict | None:
+        """The control message checked as the sim and the policy check it; None (one log line)
+        when they would refuse it."""
+        try:
+            msg = deserialize_message(raw, String)
+        except Exception as exc:  # noqa: BLE001 - bytes that are no std_msgs/String
+            self.get_logger().error(f"ignored an unreadable episode control message: {exc!r}")
+            return None
+        return messages.parse_control(msg, self.get_logger(), require=BEGIN_NEEDS,
+                                      task_keys=TASK_KEYS)
+
+    def on_control(self, raw: bytes, stamp_ns: int) -> None:
+        ctl = self.read_control(raw)
+        if ctl is None:
+            return
+        kind, episode = ctl["kind"], ctl["episode"]
+        if kind == C.CONTROL_BEGIN and not self.begin(episode):
+            return
+        if self.failure is not None:
+            return
         if self.bags.bag is not None:
-            self.bags.write(C.TOPIC_EPISODE_CONTROL, stamp_ns, raw)
+            self.write(C.TOPIC_EPISODE_CONTROL, stamp_ns, raw)
         else:
             self.hold(C.TOPIC_EPISODE_CONTROL, stamp_ns, raw)
-        if kind == C.CONTROL_END and episode == self.bags.episode:
+        if kind == C.CONTROL_END and episode == self.bags.episode and self.bags.bag is not None:
             self.ending, self.end_asked = episode, time.monotonic()
 
-    def begin(self, episode: str) -> None:
+    def begin(self, episode: str) -> bool:
+        """Open the episode's bag and answer ``recording``; False when the begin is refused
+        (logged) or the bag cannot be opened (answered ``failed``)."""
+        if self.failure is not None:
+            self.status(C.RECORDER_FAILED, episode, reason=self.failure)
+            return False
         if self.bags.bag is not None and self.bags.episode == episode:
             self.status(C.RECORDER_RECORDING, episode)  # asked again: its answer was lost
-            return
-        if self.bags.bag is not None:
-            self.close_bag()  # the previous episode never sent its end
+            return True
+        try:
+            self.bags.check_begin(episode)  # a usable name, not a finished trial
+        except ValueError as exc:
+            self.get_logger().error(f"ignored a begin of episode {episode!r}: {exc}")
+            return False
+        if self.bags.bag is not None:  # the previous bag is still open: close it now
+            ended = self.ending == self.bags.episode and self.done  # ended normally, not quiet yet
+            self.close_bag(ended, f"a begin of {episode!r} came before its end")
+            if self.failure is not None:
+                self.status(C.RECORDER_FAILED, episode, reason=self.failure)
+                return False
         try:
             self.bags.begin(episode)
-        except (OSError, ValueError) as exc:
-            self.get_logger().error(f"cannot open the bag of episode {episode!r}: {exc}")
-            return
-        for topic, stamp_ns, raw in self.held:
-            self.bags.write(topic, stamp_ns, raw)
-        self.held = []
+            for topic, stamp_ns, raw in self.held:
+                self.bags.write(topic, stamp_ns, raw)
+        except OSError as exc:
+            self.fail(episode, exc)
+            return False
+        self.held, self.done = [], False
         self.status(C.RECORDER_RECORDING, episode)
+        return True
 
     def close_when_quiet(self) -> None:
         if self.ending is None:
             return
         now = time.monotonic()
-        if now - self.last_message >= QUIET_S or now - self.end_asked >= MAX_DRAIN_S:
-            self.close_bag()
+        waited, quiet = now - self.end_asked, now - self.last_message >= QUIET_S
+        if waited >= MAX_DRAIN_S or (quiet and (self.done or waited >= DONE_GRACE_S)):
+            self.close_bag(self.done, "its episode did not end normally (no done from the sim "
+                                      "before its end)")
 
-    def close_bag(self) -> None:
+    def close_bag(self, complete: bool, reason: str = "") -> None:
         episode, self.ending = self.bags.episode, None
         try:
-            closed = self.bags.end(episode)
+            closed = self.bags.end(episode, complete=complete)
         except OSError as exc:
-            self.get_logger().error(f"cannot finish the bag of episode {episode!r}: {exc}")
+            self.fail(episode, exc)
             return
-        if closed is not None:
-            path, count = closed
+        if closed is None:
+            return
+        path, count = closed
+        if complete:
             self.status(C.RECORDER_RECORDED, episode, bag=str(path), messages=count)
+        else:
+            self.get_logger().warning(f"the bag of episode {episode!r} is incomplete, kept as "
+                                      f"{path}: {reason}")
+            self.status(C.RECORDER_INCOMPLETE, episode, bag=str(path), messages=count,
+                        reason=reason)
+
+    def fail(self, episode: str | None, exc: OSError) -> None:
+        """A bag could not be written: drop it, say why (one line, and ``failed`` to the
+        evaluator), record nothing more."""
+        self.bags.abandon()
+        self.ending, self.held = None, []
+        self.failure = f"cannot write the bag of episode {episode!r}: {os_error_text(exc)}"
+        self.get_logger().error(f"{self.failure}; recording stopped (the bag is removed; "
+                                "every later begin is answered 'failed')")
+        if episode is not None:
+            self.status(C.RECORDER_FAILED, episode, reason=self.failure)
 
     def status(self, kind: str, episode: str, **fields) -> None:
         self.pub_status.publish(messages.json_msg({"kind": kind, "episode": episode, **fields}))
