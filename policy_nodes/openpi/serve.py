@@ -30,6 +30,16 @@ episode began), ``vla_bridge/reset`` (true: a new episode), and for privileged b
 (the oracle) ``vla_bridge/task`` (the task dict) and ``vla_bridge/world`` (see
 ``vla_bridge.embodiment.world.world_to_dict``). A new connection or a new prompt starts a new episode (reset +
 instruction), as openpi's clients have no reset message.
+
+One episode state per connection (`PolicySession`): every connection drives a policy instance
+of its own, made by the same factory (``registry.make_policy`` with the server's spec), so a
+second client never resets, re-prompts or advances the first one's episode. That is what
+stateful backends need: the oracle's plan, a replayed episode's clock, LeRobot's action queue
+and ACT's temporal ensemble all belong to one episode of one robot. (Refusing a second client
+would break reconnects, and campaign workers that share one server.) Instances are pooled: a
+connection that ends returns its instance (reset by the next connection's first request), so
+sequential clients reuse one and the server holds as many as clients were ever connected at
+once; a heavy model costs its memory once per concurrent client.
 """
 from __future__ import annotations
 
@@ -66,14 +76,16 @@ def _image_hwc(image) -> np.ndarray:
 
 
 class PolicyServer:
-    """openpi-style ``infer(obs) -> {"actions": ...}`` around one of our backends."""
+    """openpi-style ``infer(obs) -> {"actions": ...}`` around one of our backends: the
+    metadata, and one `PolicySession` per connection (`open_session` / `close_session`)."""
 
     def __init__(self, policy_spec: str, chunk_size: int = 50, control_period: float = 0.06,
                  key_map="aloha", gripper: str | None = None, follow: str = "language"):
         from vla_bridge.policy_nodes.registry import make_policy
         self.spec = policy_spec
-        self.policy = make_policy(policy_spec, chunk_size=chunk_size,
-                                  control_period=control_period, follow=follow)
+        self.make_policy = functools.partial(make_policy, policy_spec, chunk_size=chunk_size,
+                                             control_period=control_period, follow=follow)
+        self.policy = self.make_policy()  # the first instance: its spec and embodiment checked
         self.chunk_size = int(chunk_size)
         self.dt = float(control_period)
         self.key_map = resolve_key_map(key_map)
@@ -88,10 +100,11 @@ class PolicyServer:
                 C.LIBERO_PANDA.name if preset == "libero" else C.DEFAULT_EMBODIMENT,
             f"policy backend {policy_spec!r}": getattr(self.policy, "embodiment",
                                                         C.DEFAULT_EMBODIMENT)})
-        self.lock = threading.Lock()
-        self.new_episode = True
-        self.prompt: str | None = None
-        self.calls = 0
+        self.lock = threading.Lock()  # the pool
+        self.instances = [self.policy]  # every instance made (closed by close())
+        self.idle = [self.policy]  # instances no connection uses
+        self.sessions = 0  # connections open now
+        self._own: PolicySession | None = None  # infer()'s, for in-process callers
 
     def metadata(self) -> dict:
         emb = self.embodiment
@@ -102,22 +115,68 @@ class PolicyServer:
                 "key_map": {k: v for k, v in self.key_map.items()}, "gripper": self.gripper,
                 "needs_world_state": bool(self.policy.needs_world_state)}
 
-    def connection_opened(self) -> None:
+    def open_session(self) -> PolicySession:
+        """A new connection's episode state, on an idle instance or a new one (this may load
+        a model: call it off the event loop)."""
+        with self.lock:
+            policy = self.idle.pop() if self.idle else None
+            self.sessions += 1
+        if policy is None:
+            try:
+                policy = self.make_policy()
+            except BaseException:
+                with self.lock:
+                    self.sessions -= 1
+                raise
+            with self.lock:
+                self.instances.append(policy)
+            LOG.info("%d connections at once: policy instance %d of %r made", self.sessions,
+                     len(self.instances), self.spec)
+        return PolicySession(self, policy)
+
+    def close_session(self, session: PolicySession) -> None:
+        """A connection ended: its instance waits for the next one."""
+        with self.lock:
+            self.sessions -= 1
+            self.idle.append(session.policy)
+
+    def infer(self, obs: dict) -> dict:
+        """One request of an in-process caller (its own session; the websocket server gives
+        every connection one of its own instead)."""
+        if self._own is None:
+            self._own = self.open_session()
+        return self._own.infer(obs)
+
+    def close(self) -> None:
+        for policy in self.instances:
+            getattr(policy, "close", lambda: None)()
+
+
+class PolicySession:
+    """One connection's episode: its policy instance, prompt and calls; a new connection, a
+    new prompt or ``vla_bridge/reset`` starts a new episode on it."""
+
+    def __init__(self, server: PolicyServer, policy):
+        self.server, self.policy = server, policy
+        self.lock = threading.Lock()
         self.new_episode = True
+        self.prompt: str | None = None
+        self.calls = 0
 
     def infer(self, obs: dict) -> dict:
         with self.lock:
             return self._infer(obs)
 
     def _infer(self, obs: dict) -> dict:
+        server = self.server
         if not isinstance(obs, dict):
             raise ValueError(f"an observation must be a map, got {type(obs).__name__}")
-        km = self.key_map
+        km = server.key_map
         state = get(obs, km["state"])
         if state is None:
             raise ValueError(f"observation has no state key {km['state']!r} (keys: {sorted(obs)})")
-        state = state_from_wire(np.asarray(state, dtype=float).reshape(-1), self.gripper)
-        emb = self.embodiment
+        state = state_from_wire(np.asarray(state, dtype=float).reshape(-1), server.gripper)
+        emb = server.embodiment
         if state.shape != (emb.state_dim,):
             raise ValueError(f"state must have shape [{emb.state_dim}] ({emb.name}: "
                              f"{', '.join(emb.state_names)}), got {list(state.shape)}")
@@ -135,15 +194,15 @@ class PolicyServer:
             self.new_episode, self.prompt, self.calls = False, prompt, 0
         world = obs.get("vla_bridge/world")
         if self.policy.needs_world_state and world is None:
-            raise ValueError(f"backend {self.spec!r} reads the privileged world state: send "
+            raise ValueError(f"backend {server.spec!r} reads the privileged world state: send "
                              "'vla_bridge/world' (and 'vla_bridge/task') with the observation")
         stamp = obs.get("vla_bridge/stamp")
-        stamp = float(stamp) if stamp is not None else self.calls * self.chunk_size * self.dt
+        stamp = float(stamp) if stamp is not None else self.calls * server.chunk_size * server.dt
         chunk = C.validate_chunk(self.policy.predict(Observation(
             state=state, images=images, stamp=stamp,
             world=world_from_dict(world) if world is not None else None)), emb.action_dim)
         self.calls += 1
-        return {"actions": actions_to_wire(chunk, self.gripper)}
+        return {"actions": actions_to_wire(chunk, server.gripper)}
 
 
 def _check_request(api_key: str | None, connection, request):
@@ -164,10 +223,23 @@ def _key_matches(header: str | None, api_key: str) -> bool:
 
 
 def _error_text(exc: BaseException, debug: bool) -> str:
-    """What a client is told of a failed request: the traceback only in debug mode."""
+    """What a client is told of a failed request: the traceback only in debug mode. Never an
+    empty message: an exception without one is named with where it was raised (and its cause)."""
     if debug:
         return traceback.format_exc()
-    return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {_message(exc)}"
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if text:
+        return text
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause).strip():
+        return f"(no message; caused by {type(cause).__name__}: {str(cause).strip()})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" in {frames[-1].name}()" if frames else ""
+    return f"(raised without a message{where})"
 
 
 async def _report_error(websocket, exc: BaseException, debug: bool) -> None:
@@ -183,10 +255,27 @@ async def _report_error(websocket, exc: BaseException, debug: bool) -> None:
 
 
 async def _handler(server: PolicyServer, debug: bool, websocket) -> None:
-    import websockets
     LOG.info("connection from %s opened", websocket.remote_address)
-    server.connection_opened()
-    await websocket.send(packb(server.metadata()))
+    open_session = getattr(server, "open_session", None)
+    if open_session is None:  # a plain server object (metadata, connection_opened, infer)
+        server.connection_opened()
+        await _serve_connection(server, debug, websocket)
+        return
+    try:
+        session = await asyncio.to_thread(open_session)
+    except Exception as exc:  # noqa: BLE001 - e.g. no memory for another model instance
+        await _report_error(websocket, exc, debug)
+        return
+    try:
+        await _serve_connection(session, debug, websocket, server.metadata())
+    finally:
+        server.close_session(session)
+
+
+async def _serve_connection(session, debug: bool, websocket, metadata: dict | None = None):
+    """The metadata frame, then request after request on `session` (its own state)."""
+    import websockets
+    await websocket.send(packb(session.metadata() if metadata is None else metadata))
     prev_total_s = None
     while True:
         try:
@@ -194,7 +283,7 @@ async def _handler(server: PolicyServer, debug: bool, websocket) -> None:
             start = time.monotonic()
             obs = unpackb(data)
             t0 = time.monotonic()
-            reply = await asyncio.to_thread(server.infer, obs)
+            reply = await asyncio.to_thread(session.infer, obs)
             reply["server_timing"] = {"infer_ms": (time.monotonic() - t0) * 1e3}
             if prev_total_s is not None:
                 reply["server_timing"]["prev_total_ms"] = prev_total_s * 1e3

@@ -143,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     for v in report["videos"]:
         view = f", {v['view']} view" if v.get("cue") or v.get("view", "raw") != "raw" else ""
         cut = f", idle tail of {v['idle_cut_s']:.1f} s cut" if v.get("idle_cut_frames") else ""
-        print(f"video: {Path(args.run_dir) / v['path']} ({v['frames']} frames, "
-              f"{v['render_s']:.1f} s{view}{cut})")
+        length = v["frames"] / v["fps"] if v.get("fps") else 0.0  # the video's own length
+        print(f"video: {Path(args.run_dir) / v['path']} ({v['frames']} frames, {length:.1f} s "
+              f"at {v['fps']:g} fps{view}{cut}; rendered in {v['render_s']:.1f} s)")
     for e in report["errors"]:
         print(f"problem: {e}", file=sys.stderr)
     print(f"wrote {md} and {js}")

@@ -95,5 +95,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"vla-bridge serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
     finally:
-        getattr(server.policy, "close", lambda: None)()
+        server.close()  # every policy instance the connections used
     return 0

@@ -14,11 +14,21 @@ images and per-tick streams are throttled (foxglove_channels.Throttle).
 Clients can only subscribe (no capabilities are advertised): the server publishes nothing
 into the graph. A garbled or unknown client message is answered by the SDK with a status
 message and one log line; the connection and the node go on.
+
+Connections (`ClientGate`): the public port is a small gate in front of the SDK's server (which
+listens on a private loopback port). It admits at most ``max_clients`` WebSocket clients at a
+time (each costs the SDK a few MB: 200 clients took the node from 160 to 814 MB) and refuses the
+next one at the handshake (HTTP 503, one log line); a socket that sends no handshake within
+HANDSHAKE_S is closed. A client that is idle, leaves, or drops its socket without a WebSocket
+close is normal: at most an INFO line (the SDK logs those as ERROR; `ClientGoneIsNormal`).
+The launcher treats the viewer as an observer (launch_args.VIEWER): its death never stops the run.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -36,6 +46,162 @@ POLL_S = 0.1
 # Outgoing messages buffered per client (the SDK drops the oldest data beyond it): bounds a
 # slow client's memory to about 64 x 230 KB images instead of the SDK's 1024.
 BACKLOG = 64
+DEFAULT_MAX_CLIENTS = 8  # WebSocket clients at a time (parameter max_clients)
+HANDSHAKE_S = 10.0  # a connection that sends no complete handshake request by then is closed
+MAX_PENDING = 32  # connections still in their handshake at a time; more are closed at once
+MAX_HEAD_BYTES = 16384  # the handshake request (an HTTP head)
+LOG = logging.getLogger("vla_bridge.viewer")
+#: SDK loggers (Rust targets) that report a client's connection ending as an ERROR
+SDK_CONNECTION_LOGGERS = ("foxglove.websocket.server", "foxglove.websocket.connected_client",
+                          "foxglove.websocket.connected_client.poller")
+#: what those lines say when a client merely went away (idle socket closed, tab closed, ...)
+CLIENT_GONE = ("handshake failed", "without closing handshake", "Connection reset",
+               "Broken pipe", "Connection closed", "ConnectionClosed", "AlreadyClosed")
+
+
+class ClientGoneIsNormal(logging.Filter):
+    """A client that leaves without a WebSocket close, or a socket that never completes a
+    handshake, is no server error: the SDK's ERROR line about it becomes an INFO line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO and any(s in record.getMessage() for s in CLIENT_GONE):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_client_departures() -> None:
+    """Install ClientGoneIsNormal on the SDK's connection loggers (once)."""
+    for name in SDK_CONNECTION_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, ClientGoneIsNormal) for f in logger.filters):
+            logger.addFilter(ClientGoneIsNormal())
+
+
+def _refusal(text: str) -> bytes:
+    body = (text + "\n").encode()
+    return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)) + body
+
+
+class ClientGate:
+    """The viewer's public port, in front of the SDK's server on 127.0.0.1:`upstream_port`.
+
+    Each connection's handshake request is read first (at most HANDSHAKE_S): with
+    `max_clients` clients already connected it is answered 503 (one WARNING line), else it is
+    passed on and the bytes flow both ways until either side closes. Runs an asyncio loop in
+    a thread of its own; `clients` is the number of connected clients."""
+
+    def __init__(self, host: str, port: int, upstream_port: int, max_clients: int):
+        if max_clients < 1:
+            raise ValueError(f"max_clients must be >= 1, got {max_clients}")
+        self.upstream_port, self.max_clients = upstream_port, max_clients
+        self.clients = self.pending = self.refused = 0
+        self._tasks: set[asyncio.Task] = set()
+        self.loop = asyncio.new_event_loop()
+        try:  # bind here, so a port in use is an error of the constructor
+            self.server = self.loop.run_until_complete(
+                asyncio.start_server(self._connection, host, port, limit=MAX_HEAD_BYTES))
+        except BaseException:
+            self.loop.close()
+            raise
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, name="viewer-gate",
+                                       daemon=True)
+        self.thread.start()
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        peer = _peer(writer)
+        try:
+            head = await self._handshake(reader, writer, peer)
+            if head is None:
+                return
+            if self.clients >= self.max_clients:
+                self.refused += 1
+                LOG.warning("viewer: refused client %s at the handshake: %d clients already "
+                            "connected (max_clients %d)", peer, self.clients, self.max_clients)
+                writer.write(_refusal(f"the viewer serves at most {self.max_clients} clients "
+                                      "at a time (viewer_node max_clients)"))
+                await writer.drain()
+                return
+            await self._forward(head, reader, writer, peer)
+        except (OSError, asyncio.IncompleteReadError):
+            pass  # the client went away
+        except asyncio.CancelledError:
+            pass  # stop(): end quietly (asyncio's stream callback reads a cancelled task's
+            #       exception and logs a traceback)
+        finally:
+            writer.close()
+            self._tasks.discard(task)
+
+    async def _handshake(self, reader, writer, peer: str) -> bytes | None:
+        """The handshake request, or None (the connection is dropped, at most a DEBUG line)."""
+        if self.pending >= MAX_PENDING:
+            LOG.debug("viewer: %s dropped: %d connections already in their handshake", peer,
+                      self.pending)
+            return None
+        self.pending += 1
+        try:
+            return await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HANDSHAKE_S)
+        except TimeoutError:
+            why = f"no handshake within {HANDSHAKE_S:g} s"
+        except asyncio.IncompleteReadError:
+            why = "closed before a handshake"
+        except (asyncio.LimitOverrunError, ValueError):
+            why = f"handshake request over {MAX_HEAD_BYTES} bytes"
+        except OSError as exc:
+            why = f"{type(exc).__name__} before a handshake"
+        finally:
+            self.pending -= 1
+        LOG.debug("viewer: connection from %s dropped (%s)", peer, why)
+        return None
+
+    async def _forward(self, head: bytes, reader, writer, peer: str) -> None:
+        self.clients += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+            LOG.debug("viewer: client %s admitted (%d of at most %d)", peer, self.clients,
+                      self.max_clients)
+            up_writer.write(head)
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        finally:
+            self.clients -= 1
+
+    def stop(self) -> None:
+        async def shut() -> None:
+            self.server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.loop.is_closed():
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(shut(), self.loop).result(timeout=5)
+        except Exception:  # noqa: BLE001 - stopping anyway
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    """Copy until `src` ends, then close `dst` (which ends the other direction too)."""
+    try:
+        while data := await src.read(1 << 16):
+            dst.write(data)
+            await dst.drain()  # a slow client holds the SDK back; the SDK drops old data
+    except OSError:
+        pass
+    finally:
+        dst.close()
+
+
+def _peer(writer: asyncio.StreamWriter) -> str:
+    peer = writer.get_extra_info("peername")
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer)
 
 
 @dataclass
@@ -53,19 +219,26 @@ class ViewerNode(Node):
         super().__init__("viewer_node")
         host = self.declare_parameter("host", DEFAULT_HOST).value
         port = self.declare_parameter("port", DEFAULT_PORT).value
+        max_clients = self.declare_parameter("max_clients", DEFAULT_MAX_CLIENTS).value
+        if max_clients < 1:
+            raise RuntimeError(f"viewer_node: max_clients must be >= 1, got {max_clients}")
+        quiet_client_departures()
         self.sink = foxglove.Context()  # own channels: two viewers in one process stay apart
         self.forwards = [self._forward(v) for v in viewed_topics()]
+        # the SDK's server on a private loopback port; clients reach it through the gate
+        self.server = foxglove.start_server(name="vla_bridge", host="127.0.0.1", port=0,
+                                            context=self.sink, message_backlog_size=BACKLOG)
         try:
-            self.server = foxglove.start_server(name="vla_bridge", host=host, port=port,
-                                                context=self.sink, message_backlog_size=BACKLOG)
-        except (RuntimeError, OSError) as exc:
+            self.gate = ClientGate(host, port, self.server.port, max_clients)
+        except OSError as exc:
+            self.server.stop()
             raise RuntimeError(f"cannot serve Foxglove on {host}:{port}: {exc} (port in use? "
                                "--viewer_port chooses another)") from exc
-        self.port = self.server.port  # the bound port (port 0: the system chose it)
+        self.port = self.gate.port  # the bound port (port 0: the system chose it)
         self.create_timer(POLL_S, self.poll)
         self.get_logger().info(f"Foxglove viewer on ws://{host}:{self.port} serving "
-                               f"{len(self.forwards)} topics (Foxglove: Open connection -> "
-                               "Foxglove WebSocket)")
+                               f"{len(self.forwards)} topics to at most {max_clients} clients "
+                               "(Foxglove: Open connection -> Foxglove WebSocket)")
 
     def _forward(self, viewed: ViewedTopic) -> _Forward:
         schema = foxglove.Schema(name=viewed.type_name, encoding=SCHEMA_ENCODING,
@@ -113,6 +286,7 @@ class ViewerNode(Node):
                 if f.forwarded or f.throttle.dropped}
 
     def close(self) -> None:
+        self.gate.stop()
         self.server.stop()
         counts = self.counts().values()
         # stderr, not the ROS logger: on Ctrl-C the context is already shut down here

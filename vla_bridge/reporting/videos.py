@@ -331,7 +331,9 @@ def render_videos(run_dir: str | Path, rows: Sequence[Mapping], *, stride: int =
                                        if k in r})
                     res.path = str(Path(res.path).relative_to(run_dir))
                     results.append(res)
-                    item = f"{episode.stem} ({res.frames} frames, {res.render_s:.1f} s)"
+                    length = res.frames / res.fps if res.fps else 0.0
+                    item = (f"{episode.stem} ({res.frames} frames, {length:.1f} s of video; "
+                            f"rendered in {res.render_s:.1f} s)")
                 except Exception as exc:
                     errors.append(f"{episode}: {type(exc).__name__}: {exc}")
                     item = f"{episode.stem} FAILED: {exc}"

@@ -16,7 +16,10 @@ another node dies first, the launcher says "node X died with code N": a restarta
 policy, NodeSpec.restartable) is started again, at most --max-restarts times; any other death
 is final: the end node is told (node_events: the launcher's notices, $VLA_BRIDGE_NODE_EVENTS),
 gets `close_grace` seconds to close its run (run.json, summary.json) and exit by itself, then
-the rest is stopped and the launcher exits 1.
+the rest is stopped and the launcher exits 1. An observer (NodeSpec.observer: the viewer) feeds
+nothing into the run: its death is one line, it is started again at most OBSERVER_RESTARTS
+times, then let go; the graph goes on and the end node hears nothing of it (no `restarted` or
+`died` event, which would fail an episode or stop the run).
 Ctrl-C / SIGTERM are forwarded to every node: SIGINT, then SIGTERM after a grace period, then
 SIGKILL. Nodes run in their own process groups, so signals reach their children too and a
 terminal's Ctrl-C reaches each node once (through the launcher).
@@ -41,12 +44,14 @@ from typing import TextIO
 import yaml
 
 from vla_bridge.ros import node_events
+from vla_bridge.ros.params_file import check_params_file
 from vla_bridge.ros.launch_args import (FASTDDS_PROFILE, PACKAGE, GraphSpec, LaunchArg, get_graph,
                                         resolve_nodes)
 
 LOG = "[launcher]"
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 MAX_RESTARTS = 2  # restarts of each restartable node per graph run
+OBSERVER_RESTARTS = 3  # restarts of each observer (the viewer) before it is let go
 
 # --------------------------------------------------------------------- share directory
 
@@ -86,6 +91,23 @@ def parse_value(arg: LaunchArg, raw: str):
         return int(text) if arg.type == "int" else float(text)
     except ValueError:
         raise ValueError(f"argument {arg.name!r} expects an {arg.type}, got {raw!r}") from None
+
+
+def check_names(arg: LaunchArg, raw: str) -> None:
+    """ValueError (one line) when a comma-separated value of an argument with `names_from`
+    (e.g. LIBERO's `suite`: the catalog's suites) holds a name that is not among them."""
+    if not arg.names_from:
+        return
+    names = [n.strip() for n in str(raw).split(",") if n.strip()]
+    if not names:
+        return
+    module, _, function = arg.names_from.partition(":")
+    from importlib import import_module
+    known = list(getattr(import_module(module), function)())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"argument {arg.name!r}: unknown name(s) {unknown}; known: "
+                         f"{', '.join(sorted(known))}")
 
 
 def arg_parser(graph: GraphSpec, prog: str | None = None) -> argparse.ArgumentParser:
@@ -142,6 +164,7 @@ def parse_command_line(graph: GraphSpec, tokens: list[str]) -> tuple[dict[str, s
     given = {name: values[name] for name in valid if values[name] is not None}
     for name, value in given.items():
         parse_value(graph.arg(name), value)  # validate early, with the argument's name
+        check_names(graph.arg(name), value)
     if values["_timeout"] is not None and values["_timeout"] <= 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {values['_timeout']}")
     if values["_max_restarts"] < 0:
@@ -173,6 +196,7 @@ class NodeCommand:
     env: dict[str, str]
     overrides: dict  # parameters set by launch arguments (written to the overrides file)
     restartable: bool = False  # NodeSpec.restartable
+    observer: bool = False  # NodeSpec.observer: its death never ends the graph
 
 
 def parameter_overrides(graph: GraphSpec, given: dict[str, str]) -> dict[str, dict]:
@@ -224,55 +248,6 @@ def _forget_own_ros_wheels(env: dict[str, str]) -> None:
         env.pop("LD_LIBRARY_PATH", None)
 
 
-def check_params_file(path: Path) -> None:
-    """ValueError (one line) unless ``path`` is a ROS 2 params file: YAML mapping node names
-    (or namespaces of them) to ``ros__parameters`` mappings, every list of one scalar type."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise ValueError(f"params file {path}: not valid YAML: {problem}{where}") from None
-    if not isinstance(data, dict) or not data:
-        raise ValueError(f"params file {path}: expected a mapping of node names to "
-                         f"'ros__parameters', got {type(data).__name__}")
-    for name, entry in data.items():
-        problem = _params_entry_problem(entry)
-        if problem:
-            raise ValueError(f"params file {path}: node {name!r}: {problem}")
-
-
-def _params_entry_problem(entry, depth: int = 0) -> str | None:
-    """What is wrong with a node (or namespace) entry of a params file, or None."""
-    if isinstance(entry, dict) and "ros__parameters" in entry:
-        return _parameters_problem(entry["ros__parameters"], "ros__parameters")
-    if not isinstance(entry, dict) or not entry or depth >= 8:
-        return "no 'ros__parameters' mapping"
-    for value in entry.values():
-        problem = _params_entry_problem(value, depth + 1)
-        if problem:
-            return problem
-    return None
-
-
-def _parameters_problem(params, where: str) -> str | None:
-    if not isinstance(params, dict):
-        return f"{where} must be a mapping, got {type(params).__name__}"
-    for key, value in params.items():
-        if isinstance(value, dict):
-            problem = _parameters_problem(value, f"{where}.{key}")
-        elif isinstance(value, list) and len({type(v) for v in value}) > 1:
-            problem = f"{where}.{key}: a list must hold values of one type, got {value!r}"
-        elif value is None:
-            problem = f"{where}.{key} has no value"
-        else:
-            problem = None
-        if problem:
-            return problem
-    return None
-
-
 def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
                   overrides_dir: Path, params_file: Path | None = None,
                   base_env: dict[str, str] | None = None) -> list[NodeCommand]:
@@ -310,7 +285,7 @@ def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
             argv += ["-r", f"{source}:={target}"]
         commands.append(NodeCommand(node.name, argv, node_env(share_dir, python, graph.env,
                                                               base_env), node_overrides,
-                                    node.restartable))
+                                    node.restartable, getattr(node, "observer", False)))
     return commands
 
 # ------------------------------------------------------------------------ the processes
@@ -330,7 +305,7 @@ class GraphRunner:
     def __init__(self, commands: list[NodeCommand], end_node: str, out: TextIO | None = None,
                  sigint_grace: float = 5.0, sigterm_grace: float = 3.0, end_grace: float = 2.0,
                  timeout: float | None = None, max_restarts: int = MAX_RESTARTS,
-                 close_grace: float = 10.0):
+                 close_grace: float = 10.0, observer_restarts: int = OBSERVER_RESTARTS):
         names = [c.name for c in commands]
         if end_node not in names:
             raise ValueError(f"end node {end_node!r} is not among the nodes {names}")
@@ -347,6 +322,8 @@ class GraphRunner:
         self.timeout = timeout  # wall-clock limit of the whole graph (None: none)
         self.max_restarts, self.close_grace = max_restarts, close_grace
         self.restarts: dict[str, int] = {}
+        self.observer_restarts = observer_restarts
+        self.let_go: set[str] = set()  # observers that died for good; the graph goes on
         self.events: Path | None = None  # the node_events file, made by run()
 
     # -- output
@@ -436,7 +413,7 @@ class GraphRunner:
                 self.say(f"{self.end_node} exited with {_describe(end_code)}: stopping the graph")
                 return _exit_status(end_code)
             for name, proc in list(self.procs.items()):
-                if name != self.end_node and proc.poll() is not None:
+                if name != self.end_node and name not in self.let_go and proc.poll() is not None:
                     code = self._node_exited(name, proc.returncode)
                     if code is not None:
                         return code
@@ -464,6 +441,9 @@ class GraphRunner:
             self.say(f"{self.end_node} exited with {_describe(end.returncode)}")
             return _exit_status(end.returncode)
         cmd = next(c for c in self.commands if c.name == name)
+        if cmd.observer:
+            self._observer_died(cmd, code)
+            return None
         if cmd.restartable and self.restarts.get(name, 0) < self.max_restarts:
             self._restart(cmd, code)
             return None
@@ -477,6 +457,22 @@ class GraphRunner:
         # before the new process starts: the end node learns of the restart first
         node_events.write_event(self.events, node_events.RESTARTED, cmd.name,
                                 how=_describe(code), restart=n, of=self.max_restarts)
+        self._spawn(cmd)
+
+    def _observer_died(self, cmd: NodeCommand, code: int) -> None:
+        """An observer's death: one line, then a restart or, past observer_restarts, let go.
+        No event for the end node: the run does not depend on it."""
+        _signal_group(self.procs[cmd.name].pid, signal.SIGKILL)  # what it left running
+        n = self.restarts.get(cmd.name, 0)
+        if n >= self.observer_restarts:
+            self.let_go.add(cmd.name)
+            after = f" after {n} restarts" if n else ""
+            self.say(f"observer {cmd.name} died with {_describe(code)}{after}; the graph goes "
+                     "on without it")
+            return
+        self.restarts[cmd.name] = n + 1
+        self.say(f"observer {cmd.name} died with {_describe(code)}; restarting it (restart "
+                 f"{n + 1} of {self.observer_restarts}); the run goes on")
         self._spawn(cmd)
 
     def _node_died(self, name: str, code: int) -> int:
