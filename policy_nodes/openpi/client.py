@@ -21,7 +21,7 @@ Observation mapping (``key_map``), presets:
   (cam_left_wrist = the eye-in-hand camera), both **uint8 HWC** ``[224, 224, 3]`` after
   ``resize_with_pad`` (the LIBERO sim publishes them upright, rotated 180 degrees from
   LIBERO's render, as openpi's LIBERO client sends them), ``observation/state`` ``[8]``
-  float32 (end-effector position, axis-angle, two finger joints) and ``prompt``; reply
+  float64 (end-effector position, axis-angle, two finger joints) and ``prompt``; reply
   ``actions`` ``[H, 7]`` (six OSC deltas in [-1, 1], gripper in LIBERO's convention,
   -1 = open, +1 = close, converted to ours as ``(1 - a) / 2``: ``gripper="libero"``).
 
@@ -48,7 +48,12 @@ ALOHA runtime (what pi0 ALOHA checkpoints expect, ``adapt_to_pi``) uses two spac
   between POS_CLOSE and POS_OPEN, as the state is, the linkage would reach only 0.997 at
   JOINT_OPEN and our open 1.0 would go out as 1.038.)
 
-Both directions are float32 on the wire, as openpi's servers and clients send them.
+Actions are float32 on the wire, as openpi's servers send them. The state goes out float64
+(STATE_DTYPE), as openpi's own clients send it: ``examples/libero/main.py`` concatenates
+robosuite's float64 observations, ``examples/aloha_real`` sends ``qpos`` (``np.concatenate`` of
+the ROS joint positions, float64) and ``examples/aloha_sim`` gym_aloha's float64 ``agent_pos``;
+the server's normalisation then sees the same numbers (pi0-FAST discretises the state: a
+float32 rounding can move it across a bin edge).
 
 ``gripper="identity"`` passes both through: use it for checkpoints fine-tuned on data in
 our convention (e.g. AgileX / RoboTwin data with ``adapt_to_pi=False``). Arm joints always
@@ -74,7 +79,11 @@ from vla_bridge import contract as C
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.backend import PolicyBackend
 from vla_bridge.policy_nodes.openpi.wire import (GRIPPERS, KEY_MAPS, actions_from_wire, get, packb,
-                                                  put, resolve_key_map, state_to_wire, unpackb)
+                                                  put, resolve_key_map, unpackb)
+
+#: the observation state's dtype on the wire (openpi's LIBERO and ALOHA clients send float64)
+STATE_DTYPE = np.float64
+
 
 def resize_with_pad(image: np.ndarray, height: int, width: int) -> np.ndarray:
     """Scale to fit (height, width) keeping the aspect ratio, bilinear, centred on zeros: the
@@ -249,8 +258,10 @@ class OpenPIPolicy(PolicyBackend):
     def encode(self, obs: Observation) -> dict:
         km = self.key_map
         payload: dict = {}
-        state = self.state_fn(obs) if self.state_fn else state_to_wire(obs.state, self.gripper)
-        put(payload, km["state"], np.asarray(state, dtype=np.float32))
+        # the state gripper is the same quantity in every convention (wire.state_to_wire is a
+        # cast, to the actions' float32): the contract's state goes out as it is, float64
+        state = self.state_fn(obs) if self.state_fn else obs.state
+        put(payload, km["state"], np.asarray(state, dtype=STATE_DTYPE))
         optional = set(km.get("optional_images") or ())
         for camera, key in km["images"].items():
             image = obs.images.get(camera)

@@ -9,6 +9,9 @@ The protocol as LIBERO users run it (openpi's LIBERO client, the LIBERO paper):
 * `reset` restores an initial state and runs SETTLE_STEPS steps of LIBERO's "do nothing,
   gripper open" action while the objects settle; the episode then has the suite's step
   budget (STEP_BUDGET);
+* the scene is the one openpi's loop shows (`examples/libero/main.py`: `env.seed(7)` once
+  right after making a task's environment, then `env.reset()` + `env.set_init_state(k)` for
+  k = 0, 1, 2 ...): see "Seeding" below;
 * success is LIBERO's own goal predicates (`env.check_success()`, the BDDL goal), checked after
   every step; an episode ends at its first success.
 
@@ -25,6 +28,22 @@ robosuite samples a camera inside `env.step` at the physics substep its sampling
 (not after the step); the cameras' sensors are gated instead of disabled, so that timer runs
 exactly as in plain robosuite and an observed step's images are pixel-identical to rendering
 every step (a test checks it).
+
+Seeding. LIBERO's `env.reset()` is a hard reset: it rebuilds the model and draws, from numpy's
+global generator (`env.seed` is `np.random.seed`; robosuite's robot noise, LIBERO's
+Open/Close and TurnOn/Off property samplers and its region placement samplers all call
+`np.random.*`), the robot's initial noise, the articulated joints, every movable object and
+the fixed furniture (cabinet, stove, rack: `model.body_pos` / `body_quat`). Restoring an
+initial state overwrites qpos and qvel only, so the furniture stays where that reset drew it:
+the scene of initial state k depends on the generator's state at the reset, i.e. on the seed
+and on how many resets came before it. openpi seeds once per task and runs the initial states
+in order, so initial state k sees the generator after k earlier resets (and, a LIBERO quirk,
+an environment whose list of property samplers has grown by one set per model load: they all
+draw). `reset(seed=7, layout="T:k")` reproduces that state whatever ran before (init 3 alone,
+after init 1, in a shard, on a resume): it seeds, replays the draws of the k earlier resets
+on the current model (`_replay_reset`: the reset's sampling without rebuilding the model,
+~30 ms instead of ~4 s), then makes the real reset. The generator's state before each
+initial state is kept per task, so a run in order replays nothing.
 """
 from __future__ import annotations
 
@@ -164,6 +183,12 @@ class LiberoBackend(SimBackend):
         self.task: LiberoTask | None = None
         self._tasks: dict[str, list[LiberoTask]] = {}
         self._init_states: dict[tuple[str, int], np.ndarray] = {}
+        #: seed -> {k: (numpy's global generator state before openpi's k-th reset, model loads
+        #: before it)} for the current task's environment (see "Seeding")
+        self._rng_before: dict[int, dict[int, tuple]] = {}
+        self._property_samplers: list = []  # one model load's Open/Close, TurnOn/Off samplers
+        self._fresh_bodies: tuple[np.ndarray, np.ndarray] | None = None  # compiled body poses
+        self.replayed = 0  # resets replayed by the last reset (0: the generator was at hand)
         self._observing = False  # the step being taken renders its cameras
         self._fresh = False  # the last step's images are current
         self._obs: dict = {}
@@ -197,7 +222,9 @@ class LiberoBackend(SimBackend):
     # ------------------------------------------------------------------ protocol
     def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
         """Restore initial state INIT of task TASK of suite `scene` (`layout` "TASK:INIT"),
-        then let the objects settle; `seed` seeds robosuite (LIBERO's states fix the scene)."""
+        then let the objects settle. `seed` is the task's seed as openpi's loop gives it
+        (`env.seed(seed)` once per task, 7 in openpi): the reset draws the furniture as that
+        loop's reset before initial state INIT does (module docstring, "Seeding")."""
         if cue_objects:
             raise NotImplementedError("the LIBERO backend shows no scene-placed cue cards")
         task_no, init = parse_layout(layout)
@@ -212,8 +239,7 @@ class LiberoBackend(SimBackend):
         if self.env is None or self.task is None or self.task.bddl_file != task.bddl_file:
             self._make_env(task)
         self.task = task
-        self.env.seed(seed)
-        self.env.reset()
+        self._reset_as_openpi(seed, init)
         self._gate_cameras()  # a (hard) reset gives the observables fresh sensors
         self._obs = self.env.set_init_state(state)
         self.steps, self.success, self.success_step = 0, False, None
@@ -231,6 +257,57 @@ class LiberoBackend(SimBackend):
         from libero.libero.envs import OffScreenRenderEnv
         self.env = OffScreenRenderEnv(bddl_file_name=task.bddl_file,
                                       camera_heights=self.height, camera_widths=self.width)
+        # made with one model load: its property samplers are one load's set
+        self._property_samplers = list(self.env.env.object_property_initializers)
+        self._fresh_bodies = None
+        self._rng_before = {}
+
+    def _reset_as_openpi(self, seed: int, init: int) -> None:
+        """`env.reset()` with numpy's global generator (and LIBERO's list of property
+        samplers) as openpi's loop has them at its reset before initial state `init`: seed
+        `seed` at the environment's making (one model load), `init` resets before."""
+        inner = self.env.env
+        before = self._rng_before.setdefault(seed, {})
+        start = max((k for k in before if k <= init), default=None)
+        if start is None:
+            self.env.seed(seed)  # openpi: right after making the environment (one load)
+            start, loads = 0, 1
+        else:
+            state, loads = before[start]
+            np.random.set_state(state)
+        self.replayed = init - start
+        for k in range(start, init):
+            before.setdefault(k, (np.random.get_state(), loads))
+            loads = self._replay_reset(loads)
+        before[init] = (np.random.get_state(), loads)
+        inner.object_property_initializers = self._property_samplers * loads
+        self.env.reset()  # loads the model again (adding its samplers) and draws the scene
+        per_load = len(self._property_samplers)
+        loads = len(inner.object_property_initializers) // per_load if per_load else loads + 1
+        before[init + 1] = (np.random.get_state(), loads)
+
+    def _replay_reset(self, loads: int) -> int:
+        """Draw what one `env.reset()` of openpi's loop draws, on the current model without
+        rebuilding it: the fresh model's body poses, the sampler list one more load makes, the
+        reset's sampling (`_reset_internal`), retried on RandomizationError as LIBERO's
+        `ControlEnv.reset` retries (each try a load). The model loads after it."""
+        from robosuite.utils.errors import RandomizationError
+        inner = self.env.env
+        model = inner.sim.model
+        if self._fresh_bodies is None:  # a fresh model's body poses (a reset moves the
+            import mujoco               # furniture's): compiled once per task, 0.6 s
+            fresh = mujoco.MjModel.from_xml_string(inner.model.get_xml())
+            self._fresh_bodies = (fresh.body_pos.copy(), fresh.body_quat.copy())
+        while True:
+            loads += 1
+            inner.object_property_initializers = self._property_samplers * loads
+            inner.sim.reset()
+            model.body_pos[:], model.body_quat[:] = self._fresh_bodies
+            try:
+                inner._reset_internal()
+            except RandomizationError:
+                continue
+            return loads
 
     def _gate_cameras(self) -> None:
         """Wrap each camera's robosuite sensor: it renders only while `_observing` (else it

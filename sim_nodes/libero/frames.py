@@ -6,11 +6,15 @@ Runs in the LIBERO virtualenv (robosuite needs mujoco 3.3.7)::
         [--suites libero_spatial,...] [--tasks 0-9] [--inits 0]
 
 For each task and initial state it does what an episode's reset does (restore the state,
-let the objects settle: ``LiberoBackend.reset``) and writes ``DIR/<suite>__<task>__i<init>.npz``:
-both cameras' images as the policy sees them (``agentview``, ``wrist``) and the world state
-(``world_json``: objects, region sites, articulated parts, camera poses), from which the main
-venv's VQA runner draws the cues (``vla_bridge.vqa.libero``). A frame already there
-is kept (the set is a cache: delete it to render again); one line per frame on stdout.
+let the objects settle: ``LiberoBackend.reset``, with the episodes' seed, so the furniture is
+where the episode of that initial state has it: openpi's scene) and writes
+``DIR/<suite>__<task>__i<init>.npz``: both cameras' images as the policy sees them
+(``agentview``, ``wrist``), the world state (``world_json``: objects, region sites, articulated
+parts, camera poses), from which the main venv's VQA runner draws the cues
+(``vla_bridge.vqa.libero``), and ``scene`` (SCENE: how it was seeded). A frame already there
+with this SCENE is kept (the set is a cache: delete it to render again); one rendered under
+another seeding (before ``scene`` was written: seed 0, its furniture ~15 mm off the episodes')
+is rendered again. One line per frame on stdout.
 """
 from __future__ import annotations
 
@@ -18,20 +22,32 @@ import argparse
 import json
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from vla_bridge.benchmarks.libero.protocol import plan_trials
+from vla_bridge.benchmarks.libero.protocol import SEEDING, plan_trials
 from vla_bridge.embodiment.world import world_to_dict
 
-__all__ = ["frame_path", "render_frames", "main"]
+__all__ = ["frame_path", "frame_scene", "render_frames", "main"]
 
-FRAME_SEED = 0  # robosuite's seed; LIBERO's initial states fix the scene
+FRAME_SEED = 7  # the episodes' task seed (plan_trials' and openpi's): their furniture
+SCENE = f"{SEEDING} seed {FRAME_SEED}"  # written into each frame; another one is rendered again
 
 
 def frame_path(out: Path, suite: str, task: int, init: int) -> Path:
     return Path(out) / f"{suite}__{task}__i{init}.npz"
+
+
+def frame_scene(path: Path) -> str | None:
+    """The SCENE a frame was rendered under ("" for one from before it was written; None: no
+    readable frame there)."""
+    try:
+        with np.load(path) as data:
+            return str(data["scene"]) if "scene" in data.files else ""
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
 
 
 def render_frames(out: Path, suites: str = "", tasks: str = "", inits: str = "0",
@@ -43,19 +59,19 @@ def render_frames(out: Path, suites: str = "", tasks: str = "", inits: str = "0"
     own = backend is None
     paths = []
     try:
-        for trial in plan_trials(suites, tasks, inits):
+        for trial in plan_trials(suites, tasks, inits, seed=FRAME_SEED):
             path = frame_path(out, trial.suite, trial.task_index, trial.init)
             paths.append(path)
-            if path.exists():
+            if frame_scene(path) == SCENE:
                 continue
             if backend is None:
                 backend = LiberoBackend()
             t0 = time.perf_counter()
-            backend.reset(trial.suite, trial.layout, FRAME_SEED)
+            backend.reset(trial.suite, trial.layout, trial.seed)
             images = {cam: backend.render(cam) for cam in backend.cameras}
             world = json.dumps(world_to_dict(backend.world_state()))
             tmp = path.with_suffix(".tmp.npz")
-            np.savez_compressed(tmp, world_json=np.array(world),
+            np.savez_compressed(tmp, world_json=np.array(world), scene=np.array(SCENE),
                                 **{f"image_{cam}": img for cam, img in images.items()})
             tmp.replace(path)  # whole or absent: an interrupted run never leaves half a frame
             echo(f"{path.name}: {trial.instruction} ({time.perf_counter() - t0:.1f} s)")

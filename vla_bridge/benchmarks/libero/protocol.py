@@ -11,8 +11,13 @@ BDDL goals, written from the installed package by
 (a test compares it with the installed package).
 
 A trial is one task of a suite from one of its 50 shipped initial states: episode id
-`SUITE/TASK/INIT`, layout `TASK:INIT` for the sim, seed `seed + INIT`. `report_markdown` writes
-a run's report.md.
+`SUITE/TASK/INIT`, layout `TASK:INIT` for the sim, and the task's seed `seed` (7 by default),
+as openpi's LIBERO loop (`examples/libero/main.py`) seeds: `env.seed(seed)` once per task, then
+the initial states in order, so initial state INIT sees the generator after INIT resets. The
+sim reproduces that generator whatever order the trials run in (`sim_nodes/libero/backend.py`,
+"Seeding"): LIBERO draws the furniture's poses at every reset and an initial state does not
+restore them, so this is what makes a scene openpi's. `SEEDING` names the scheme for run.json.
+`report_markdown` writes a run's report.md.
 """
 from __future__ import annotations
 
@@ -20,10 +25,16 @@ import json
 import math
 from dataclasses import dataclass
 
+from vla_bridge.benchmarks.result_rows import counted
 from vla_bridge.paths import config_path
 
 CATALOG = "libero/suites.json"
 STANDARD_SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
+#: how a trial's seed makes its scene (run.json records it; a resume under another is refused):
+#: openpi's, one seed per task, initial state k after the k resets before it. Before it was
+#: named, each initial state had its own seed (seed + INIT, one reset): the furniture of
+#: initial states 1-49 was not openpi's.
+SEEDING = "openpi_per_task"
 
 
 def load_catalog() -> dict:
@@ -76,7 +87,7 @@ def parse_ints(text: str, upper: int, what: str) -> list[int]:
 def plan_trials(suites: str | list[str], tasks: str = "", inits: str = "0",
                 seed: int = 7, catalog: dict | None = None) -> list[LiberoTrial]:
     """Trials of `suites` (comma-separated; "" = the four standard suites) x task numbers x
-    initial states, in that order."""
+    initial states, in that order; every trial of a task has the task's seed `seed` (SEEDING)."""
     catalog = catalog or load_catalog()
     names = [s.strip() for s in suites.split(",")] if isinstance(suites, str) else list(suites)
     names = [s for s in names if s] or list(STANDARD_SUITES)
@@ -90,7 +101,7 @@ def plan_trials(suites: str | list[str], tasks: str = "", inits: str = "0",
             for init in parse_ints(inits, 50, "inits"):
                 e = entries[t]
                 trials.append(LiberoTrial(suite, t, init, e["name"], e["instruction"],
-                                          e["goal"], int(seed) + init))
+                                          e["goal"], int(seed)))
     return trials
 
 
@@ -115,7 +126,9 @@ def _stats(rows: list[dict]) -> dict:
 
 def summarize(rows: list[dict]) -> dict:
     """Per task and per suite success (rate, 95 % Wilson interval, mean wall time) and the
-    failures' reasons, from result rows ({"suite", "task_index", "success", ...})."""
+    failures' reasons, from result rows ({"suite", "task_index", "success", ...}); a row of
+    an episode the infrastructure failed (``benchmarks.result_rows``) is left out."""
+    rows = counted(rows)
     suites: dict[str, list[dict]] = {}
     tasks: dict[str, list[dict]] = {}
     for r in rows:

@@ -265,7 +265,9 @@ def plan_cue_trials(trials, protocol: str, fam: str | None, variant: str | None,
                                           "no_language": ("", None, None)}.get(protocol,
                                                                                (None,) * 3)
         if protocol == "conflict":
-            partner = conflict_partner(catalog, t.suite, t.task_index, t.seed)
+            # by seed + initial state: the partner varies over a task's initial states (the
+            # episode seed is the task's, one per task as openpi seeds)
+            partner = conflict_partner(catalog, t.suite, t.task_index, t.seed + t.init)
             if partner is None:
                 skip = skip or "no other LIBERO task can be done in this task's scene"
                 language = ""
