@@ -10,7 +10,10 @@ previous chunk (`queue`), then hold the last command; the new chunk's actions du
 (k < d) are dropped, as real time drops late actions. After ``period`` ticks of the new
 chunk the caller observes again, and the chunk's rest becomes the queue of the next call's
 charged ticks (period None, or the budget's last call: the chunk runs to its end). Latency 0
-with period None is plain lock-step, tick for tick.
+with period None is plain lock-step, tick for tick. A call is charged at most the episode's
+whole budget (``max_ticks`` ticks, ``charge_cap_ms``): a longer wait (say, the measured one of
+a hung policy) would only hold the sim long after the episode is over; ``charged_ms`` records
+the capped value, so a replay is the same episode.
 
 Every target goes through the real arm's limit and step rules (`embodiment.limits`, numbers
 from config/piper_safety.yaml) before it is applied: joints clipped to the arm's ranges (the
@@ -198,8 +201,14 @@ class SimSession:
             self.step_action(self.queue.pop(0))
             yield self.command
 
+    @property
+    def charge_cap_ms(self) -> float:
+        """The most a call is charged: the episode's whole budget of ticks, in ms."""
+        return self.max_ticks * self.backend.control_period * 1000.0
+
     def charge(self, measured_ms: float | None) -> float:
-        """The latency charged to the call being answered (ms, kept in ``charged_ms``)."""
+        """The latency charged to the call being answered (ms, kept in ``charged_ms``), at
+        most ``charge_cap_ms``."""
         if self.charged is None:
             raise RuntimeError("this episode charges no latency (begin's charged is None)")
         if self.charged == contract.CHARGED_MEASURED:
@@ -208,6 +217,7 @@ class SimSession:
             latency = round(float(measured_ms), 3)  # as recorded, so a replay is exact
         else:
             latency = float(self.charged[self.calls])
+        latency = min(latency, round(self.charge_cap_ms, 3))
         self.charged_ms.append(latency)
         return latency
 

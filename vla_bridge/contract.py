@@ -234,6 +234,10 @@ BEGIN_FIELDS = {"task": (dict,), "seed": (int,), "instruction": (str,),
                 "cue_family": _OPTIONAL_STR, "cue_variant": _OPTIONAL_STR,
                 "cue_placement": _OPTIONAL_STR, "charged_latency_ms": (list, str, type(None))}
 CHARGED_MEASURED = "measured"  # charged_latency_ms: the sim's wall-clock wait for each chunk
+#: the longest latency a policy call may be charged (ms): a minute of sim time per call is
+#: already twice RoboFollow's whole default episode; beyond it a value is a typo or a unit
+#: slip, refused in one line (``latency_ms 10000000`` would hold the sim for days)
+MAX_CHARGED_LATENCY_MS = 60_000.0
 BEGIN_MINIMUM = {"seed": 0, "max_policy_calls": 1, "max_actions_per_call": 1}
 #: per status source: its kinds and the fields each must carry (beyond kind and episode)
 STATUS_KINDS = {
@@ -268,7 +272,8 @@ def check_control(payload: dict, require=(), task_keys=()) -> dict:
 
 
 def check_charged_latency(value) -> None:
-    """None, "measured" or a list of finite latencies >= 0 ms (bool is not a number)."""
+    """None, "measured" or a list of finite latencies of 0 .. MAX_CHARGED_LATENCY_MS ms (bool
+    is not a number)."""
     if value is None or value == CHARGED_MEASURED:
         return
     if isinstance(value, str):
@@ -279,6 +284,10 @@ def check_charged_latency(value) -> None:
     if bad:
         raise ValueError(f"field 'charged_latency_ms' must hold finite latencies >= 0 ms, "
                          f"got {bad[0]!r:.80}")
+    long = [v for v in value if v > MAX_CHARGED_LATENCY_MS]
+    if long:
+        raise ValueError(f"field 'charged_latency_ms' holds {long[0]!r:.40} ms, more than "
+                         f"{MAX_CHARGED_LATENCY_MS:.0f} ms per policy call")
 
 
 def check_status(payload: dict, source: str) -> dict:
@@ -320,6 +329,8 @@ def _check_fields(payload: dict, types: dict, require=(), prefix: str = "") -> N
 TOPIC_RECORDER_STATUS = f"{NS}/recorder/status"  # std_msgs/String JSON, recorder -> evaluator
 RECORDER_RECORDING = "recording"
 RECORDER_RECORDED = "recorded"
+RECORDER_INCOMPLETE = "incomplete"  # the bag is kept under bags/.partial/: its episode did not end
+RECORDER_FAILED = "failed"  # the recorder cannot write bags (a full disk): it records no more
 
 
 # Dense frames for datasets (sim `record_fps`): the cameras, the measured joints and the
@@ -365,7 +376,10 @@ def recorded_topics() -> dict[str, str]:
 #: the same way, so a message sent just before the bag opened still reaches it.
 LATCHED_TOPICS = frozenset({TOPIC_INSTRUCTION})
 STATUS_KINDS["recorder"] = {RECORDER_RECORDING: {},
-                            RECORDER_RECORDED: {"bag": (str,), "messages": (int,)}}
+                            RECORDER_RECORDED: {"bag": (str,), "messages": (int,)},
+                            RECORDER_INCOMPLETE: {"bag": (str,), "messages": (int,),
+                                                  "reason": (str,)},
+                            RECORDER_FAILED: {"reason": (str,)}}
 
 
 # ------------------------------------------------------------------------- embodiments

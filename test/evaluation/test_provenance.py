@@ -2,7 +2,8 @@
 protocol, seed, budget and commit produced a run directory, every row names its policy, the
 report prints it, and a resume with other such settings is refused naming what differs.
 
-The runs are the evaluator's real SuiteRun over the in-process graph of test_episodes.py."""
+The runs are the evaluator's real SuiteRun over the in-process graph of
+support/in_process_graph.py."""
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_episodes import TASK, make_run, results, run_json
+from support.in_process_graph import TASK, make_run, results, run_json
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.provenance import (checkpoint_of, describe, fingerprint, git_commit,
                                               hardware_of)
@@ -34,6 +35,7 @@ def head_commit() -> str:
 # ----------------------------------------------------------------------------- recorded
 
 
+@pytest.mark.graph
 def test_run_json_records_the_provenance_and_every_row_names_the_policy(session, tmp_path):
     run, _, _, _ = make_run(session, tmp_path, rounds=2)
     assert run.run() == 0
@@ -42,7 +44,11 @@ def test_run_json_records_the_provenance_and_every_row_names_the_policy(session,
         "policy": "oracle", "checkpoint": None, "hardware": "sim",
         "cue": {"protocol": None, "family": None, "variant": None, "placement": None},
         "base_seed": 42, "budget": {"max_policy_calls": 10, "max_actions_per_call": 50},
-        "latency": None, "git_commit": head_commit()}
+        "latency": None,
+        "execution": {"empty_language": False, "chunk_size": 50, "action_horizon": 50,
+                      "temporal_ensemble": False, "async_inference": False,
+                      "image_source": "raw", "lock_step": True},
+        "git_commit": head_commit()}
     assert run_json(tmp_path)["versions"]["vla_bridge"]
     assert [r["policy"] for r in results(tmp_path)] == ["oracle", "oracle"]
 
@@ -157,6 +163,7 @@ def test_a_resume_of_another_cue_protocol_is_refused(session, tmp_path):
     assert graph.sent == []
 
 
+@pytest.mark.graph
 def test_a_resume_with_more_tasks_or_rounds_adds_trials(session, tmp_path):
     first, _, _, _ = make_run(session, tmp_path)
     assert first.run() == 0
@@ -169,6 +176,7 @@ def test_a_resume_with_more_tasks_or_rounds_adds_trials(session, tmp_path):
     assert info["status"] == "finished" and "provenance_note" not in info
 
 
+@pytest.mark.graph
 def test_an_old_directory_without_provenance_resumes_and_says_so_once(session, tmp_path):
     first, _, _, _ = make_run(session, tmp_path)
     assert first.run() == 0
@@ -223,6 +231,7 @@ def test_describe_names_a_checkpoint_and_a_cue_protocol():
 # ----------------------------------------------------------------------------- the node
 
 
+@pytest.mark.graph
 def test_the_node_refuses_a_mixed_resume_with_one_line(session, tmp_path):
     """The evaluator node process itself: exit 2 and one error line, before any graph."""
     pytest.importorskip("rclpy")

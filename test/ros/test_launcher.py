@@ -1,7 +1,7 @@
 """vla_bridge.ros.launcher, the argument table and the ROS 2 launch file.
 
-The process tests run a real two-node rclpy graph (test/launch_test_nodes: a talker that is
-the end node and a listener) through the launcher in a subprocess, on this session's
+The process tests run a real two-node rclpy graph (test/support/launch_test_nodes: a talker
+that is the end node and a listener) through the launcher in a subprocess, on this session's
 ROS_DOMAIN_ID.
 """
 from __future__ import annotations
@@ -63,7 +63,8 @@ def test_cli_flags_map_one_to_one_onto_node_parameters():
     overrides = launcher.parameter_overrides(ROBOFOLLOW_SIM, given)
     assert overrides["evaluator_node"] == {"scene": "scene1", "levels": "L0,L1", "tasks": "12",
                                            "rounds": 2, "base_seed": 42, "output": "runs/x",
-                                           "policy": "oracle"}  # run.json's provenance
+                                           "policy": "oracle",  # run.json's provenance
+                                           "lock_step": False}
     assert overrides["sim_node"] == {"scene": "scene1", "lock_step": False}
     assert overrides["policy_node"] == {"backend": "oracle"}
 
@@ -251,9 +252,10 @@ def _start_driver(share_dir: Path, *tokens: str, sigint_grace: float = 3.0) -> s
     path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
     # TMPDIR: a launcher killed with SIGKILL cannot remove its overrides dir; keep it here.
     env = dict(os.environ, PYTHONPATH=path, TMPDIR=str(share_dir))
-    return subprocess.Popen([sys.executable, "-m", "launch_test_nodes.driver", str(share_dir),
-                             str(sigint_grace), *tokens], env=env, cwd=share_dir, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "support.launch_test_nodes.driver",
+                             str(share_dir), str(sigint_grace), *tokens], env=env,
+                            cwd=share_dir, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
 
 
 def _finish(proc: subprocess.Popen, timeout: float = 30) -> tuple[int, str]:
@@ -296,6 +298,7 @@ def _wait_gone(pids, timeout: float) -> bool:
     return False
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_graph_runs_separate_processes_with_params_and_overrides(graph_dir):
     proc = _start_driver(graph_dir, "greeting:=hello", "--count", "3")
@@ -312,6 +315,7 @@ def test_graph_runs_separate_processes_with_params_and_overrides(graph_dir):
     assert "[talker] talker up as talker" in out and "[listener] listener up as listener" in out
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_end_node_exit_code_is_propagated(graph_dir):
     code, out = _finish(_start_driver(graph_dir, "--exit_code", "7"))
@@ -319,6 +323,7 @@ def test_end_node_exit_code_is_propagated(graph_dir):
     assert "talker exited with code 7" in out
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_a_dying_node_fails_the_graph_naming_it(graph_dir):
     code, out = _finish(_start_driver(graph_dir, "wait_forever:=true", "die_after:=0.5"))
@@ -328,6 +333,7 @@ def test_a_dying_node_fails_the_graph_naming_it(graph_dir):
     assert _wait_gone([talker["pid"]], 5), "the other nodes must be stopped"
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 @pytest.mark.parametrize("stubborn", [False, True], ids=["polite", "ignores-sigint"])
 def test_ctrl_c_stops_every_node(graph_dir, stubborn):
@@ -345,6 +351,7 @@ def test_ctrl_c_stops_every_node(graph_dir, stubborn):
         assert "sending SIGTERM to listener" in out
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_nodes_die_with_a_killed_launcher(graph_dir):
     proc = _start_driver(graph_dir, "wait_forever:=true")

@@ -80,7 +80,9 @@ def test_without_a_period_the_charged_ticks_hold_and_the_late_actions_are_droppe
 
 
 def test_a_latency_longer_than_the_chunk_runs_none_of_it():
-    session = fake_session([1000], calls=1)  # 17 ticks for a 10-action chunk
+    # 17 ticks for a 10-action chunk (within the 2 x 10 ticks budget: the cap, see
+    # test_charged_latency_bounds.py)
+    session = fake_session([1000, 1000], calls=2)
     assert [label(c) for c in session.execute_charged(chunk(1))] == [(0, -1)] * 17
 
 
@@ -135,6 +137,7 @@ def oracle_episode(session, charged=None, period=None, seed=5):
     return record, score.to_dict(), list(session.charged_ms)
 
 
+@pytest.mark.graph
 def test_latency_zero_is_plain_lock_step_tick_for_tick(mujoco_session):
     plain, plain_score, _ = oracle_episode(mujoco_session)
     charged, charged_score, ms = oracle_episode(mujoco_session, charged=[0] * 10)
@@ -144,6 +147,7 @@ def test_latency_zero_is_plain_lock_step_tick_for_tick(mujoco_session):
     assert charged_score == plain_score and plain_score["intent_score"] == 1.0
 
 
+@pytest.mark.graph
 def test_a_replay_of_the_recorded_latencies_is_the_same_episode(mujoco_session):
     spec = CL.parse_latency_ms("uniform:50:400")
     drawn = spec.latencies(5, 10)
@@ -252,6 +256,7 @@ def suite_rows(session, tmp_path, name: str, latency_ms: str) -> list[dict]:
     return rows
 
 
+@pytest.mark.graph
 def test_rows_record_the_charged_latencies_and_a_replay_repeats_the_episodes(
         mujoco_session, tmp_path):
     measured = suite_rows(mujoco_session, tmp_path, "measured", "measured")
@@ -368,5 +373,6 @@ def test_launch_arguments_reach_the_evaluator_and_the_sim():
     given, _ = launcher.parse_command_line(ROBOFOLLOW_SIM, [
         "--latency", "charged", "--latency_ms", "uniform:50:150", "observation_period:=20"])
     overrides = launcher.parameter_overrides(ROBOFOLLOW_SIM, given)
-    assert overrides["evaluator_node"] == {"latency": "charged", "latency_ms": "uniform:50:150"}
+    assert overrides["evaluator_node"] == {"latency": "charged", "latency_ms": "uniform:50:150",
+                                           "observation_period": 20}  # provenance
     assert overrides["sim_node"] == {"observation_period": 20}

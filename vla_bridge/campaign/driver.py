@@ -389,9 +389,11 @@ def run_campaign(graph: str, tokens: list[str], options: CampaignOptions,
 
 def finish(run_dir: RunDirectory, ledger: Ledger, trials, status: str, scheduler, wall_s: float,
            todo: int, options: CampaignOptions, echo) -> int:
+    from vla_bridge.benchmarks.result_rows import counted
     from vla_bridge.benchmarks.robofollow.scoring import summarize
     rows = run_dir.results()
     status = completion_status(status, trials, rows)
+    rows = counted(rows)  # an infrastructure failure not counted is no result
     copy_provenance(run_dir, ledger)
     summary, latency = summarize(rows), latency_summary(rows)
     run_dir.finish(status, summary, latency)

@@ -20,6 +20,12 @@ per call of the budget, or "measured"); the sim reports what it charged in its d
 and ``ChargedLatency`` writes that into the row (``charged_latency_ms``, and the sim's
 ``observation_period``, 0 meaning "when the chunk is used up"). Bad values are one error at
 start (``from_params``); a replay run lacking a trial fails that episode with the reason.
+
+A latency is bounded twice: a value above ``contract.MAX_CHARGED_LATENCY_MS`` (a minute per
+call: ``latency_ms 10000000`` is a typo, not a policy) is refused at start in one line, fixed,
+drawn (uniform's HI, normal's MEAN; normal's draws are clipped to it) or replayed; and the sim
+charges a call at most the episode's whole budget of ticks (``SimSession.charge``), so a
+measured wait of a hung policy cannot hold the sim either.
 """
 from __future__ import annotations
 
@@ -58,7 +64,7 @@ class LatencySpec:
         if self.kind == "uniform":
             drawn = rng.uniform(*self.values, size=calls)
         else:
-            drawn = np.clip(rng.normal(*self.values, size=calls), 0.0, None)
+            drawn = np.clip(rng.normal(*self.values, size=calls), 0.0, C.MAX_CHARGED_LATENCY_MS)
         return [round(float(v), 3) for v in drawn]
 
 
@@ -78,11 +84,22 @@ def parse_latency_ms(text: str) -> LatencySpec:
         if a < 0 or b < 0 or (head == "uniform" and b < a):
             raise ValueError(f"latency_ms {text!r}: " + (
                 "needs 0 <= LO <= HI" if head == "uniform" else "needs MEAN >= 0 and STD >= 0"))
+        _bounded(text, values[1] if head == "uniform" else values[0])
         return LatencySpec(head, values)
     (value,) = _numbers(text, [text], 1)
     if value < 0:
         raise ValueError(f"latency_ms {text!r}: a latency cannot be negative")
+    _bounded(text, value)
     return LatencySpec("fixed", (value,))
+
+
+def _bounded(text: str, value: float) -> None:
+    """ValueError for a latency above contract.MAX_CHARGED_LATENCY_MS (a typo or a unit slip:
+    it would hold the sim, charging tick after tick, for hours)."""
+    if value > C.MAX_CHARGED_LATENCY_MS:
+        raise ValueError(f"latency_ms {text!r}: {value:g} ms per policy call is more than the "
+                         f"{C.MAX_CHARGED_LATENCY_MS:.0f} ms allowed (latency_ms is in "
+                         "milliseconds)")
 
 
 def _numbers(text: str, parts: list[str], n: int) -> tuple[float, ...]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from vla_bridge.benchmarks.intact.metrics import row_intact, summarize_intact
+from vla_bridge.benchmarks.result_rows import counted
 from vla_bridge.benchmarks.robofollow.scoring import summarize
 from vla_bridge.benchmarks.task_roles import ROLE_LABELS, role_rows, roles_of
 from vla_bridge.benchmarks.vifo.protocols import cue_metrics, format_cue_table
@@ -125,7 +126,7 @@ def write_cue_metrics(run_dir: str | Path, rows: Iterable[dict] | None = None) -
     """cue_metrics.json, cue_table.txt and cue_task_table.txt in ``run_dir`` from its
     results.jsonl (or ``rows``)."""
     run_dir = Path(run_dir)
-    rows = _read_rows(run_dir) if rows is None else list(rows)
+    rows = _read_rows(run_dir) if rows is None else counted(rows)
     metrics = cue_metrics(rows)
     metrics["instances"] = cue_instances(rows)
     files = [("cue_metrics.json", None), ("cue_table.txt", format_cue_tables(metrics) + "\n")]
@@ -147,7 +148,8 @@ def _robofollow(rows: list[dict]) -> bool:
 
 
 def _read_rows(run_dir: Path) -> list[dict]:
-    return read_jsonl(run_dir / "results.jsonl")
+    """The rows that count (an infrastructure failure not counted is no result)."""
+    return counted(read_jsonl(run_dir / "results.jsonl"))
 
 
 def merge_runs(run_dirs: Iterable[str | Path], output: str | Path | None = None) -> dict:

@@ -14,7 +14,11 @@ holds (resume), waits for the sim and policy nodes, then runs each trial:
 
 A reported error, or ``episode_timeout`` seconds without progress, fails the episode with the
 reason (the log names a policy node that stalled: in the graph, but not answering) and the
-run goes on; so does a policy node the launcher restarted (only the episode in flight fails). A node
+run goes on; so does a policy node the launcher restarted (only the episode in flight fails).
+A restart, and a timeout while it was not the policy's turn (the sim did not reset or advance,
+the frames did not arrive), are infrastructure failures (``InfrastructureFailure``): the row
+says so (``"failure": "infrastructure"``), the scores leave it out and a resume runs the trial
+again, once (``benchmarks.result_rows``: its second infrastructure failure counts). A node
 leaving the graph or dying for good (the launcher's news, ``node_watch``), or a second graph
 on the ROS domain, stops the run. The run ends, stopped or not, with summary.json,
 latency.json, run.json's status and the printed tables; its status is "finished" only when
@@ -34,10 +38,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from vla_bridge import contract as C
+from vla_bridge.benchmarks.result_rows import (INFRASTRUCTURE, INFRASTRUCTURE_RERUNS, counted,
+                                               excluded, is_infrastructure_failure)
 from vla_bridge.embodiment.episode_record import EpisodeRecord, FrameRecorder
 from vla_bridge.evaluation.bag_watch import BagWatch
 from vla_bridge.evaluation.benchmark import (DEFAULT_BENCHMARK, Benchmark, EpisodeOutcome,
@@ -47,8 +54,8 @@ from vla_bridge.evaluation.provenance import resume_differences
 from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, completion_status,
                                            trial_key)
 
-__all__ = ["PARAMS", "EpisodeFailed", "GraphBroken", "RunRefused", "Graph", "Subscriber",
-           "LatencyCollector", "SuiteRun"]
+__all__ = ["PARAMS", "EpisodeFailed", "InfrastructureFailure", "GraphBroken", "RunRefused",
+           "Graph", "Subscriber", "LatencyCollector", "SuiteRun"]
 
 #: the engine's parameters and their defaults, for every benchmark (the node declares them
 #: and the chosen benchmark's PARAMS; run.json records them)
@@ -68,6 +75,12 @@ BEGIN_RESEND_S = 2.0  # begin again while a node has not answered it (a lost beg
 
 class EpisodeFailed(RuntimeError):
     """A node reported an error or went silent: the episode's row says why, the run goes on."""
+
+
+class InfrastructureFailure(EpisodeFailed):
+    """The episode failed for a reason that is not the policy's (a restarted policy node, a
+    sim that stopped answering, lost frames): its row is marked and not scored, and a resume
+    runs the trial again (``benchmarks.result_rows``)."""
 
 
 class GraphBroken(RuntimeError):
@@ -196,6 +209,7 @@ class SuiteRun:
         self.closing: tuple | None = None  # (run_dir, trials) while the run is open
         self.bags = BagWatch(params.get("record", False))
         self.last_episode_id = ""
+        self.infrastructure_failures: Counter = Counter()  # trial key -> such rows so far
         self.stopped_episode: Episode | None = None  # the one in flight when the run was stopped
         self.embodiment: C.Embodiment | None = None  # what the graph agreed on (first ready)
 
@@ -309,10 +323,12 @@ class SuiteRun:
             self.watch_nodes()
             self.check_graph()
             if self.clock.monotonic() - self.episode.last_progress > timeout:
-                if self.policy_stalled():
+                reason = f"timed out after {timeout:.0f} s waiting for {what}"
+                if self.policy_stalled():  # alive but silent on its turn: the policy's failure
                     self.log.error(f"episode {self.episode.id}: the policy node stalled (still "
                                    f"in the graph, but no answer for {timeout:.0f} s)")
-                raise EpisodeFailed(f"timed out after {timeout:.0f} s waiting for {what}")
+                    raise EpisodeFailed(reason)
+                raise InfrastructureFailure(reason)  # the sim's turn, or frames lost
 
     def policy_stalled(self) -> bool:
         """Whether a wait that timed out was for the policy's answer (the sim is reset but the
@@ -334,7 +350,7 @@ class SuiteRun:
         if restarted:
             self.log.error(restarted)
             if self.episode is not None:
-                raise EpisodeFailed(restarted)
+                raise InfrastructureFailure(restarted)
 
     def await_restarted_policy(self) -> None:
         """Before a begin: after a restart, wait for the new policy node on the graph, then
@@ -432,16 +448,25 @@ class SuiteRun:
             self.check_resume(run_dir, provenance)
         todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]),
                              provenance=provenance, skipped=self.benchmark.skipped)
+        self.infrastructure_failures = Counter(
+            row.get("key") for row in run_dir.results() if is_infrastructure_failure(row))
+        again = sum(1 for t in todo if self.infrastructure_failures[trial_key(t)])
         self.log.info(f"{len(trials)} trials, {len(trials) - len(todo)} already done "
-                      f"-> {run_dir.path}")
+                      + (f"({again} to run again after an infrastructure failure) " if again
+                         else "") + f"-> {run_dir.path}")
         self.closing = (run_dir, trials)
         try:
             self.wait_for_graph()
         except GraphBroken as exc:  # e.g. a node died during start-up: close the run too
             self.finish(run_dir, f"stopped: {exc}", trials)
             raise
-        for subscriber in self.subscribers:
-            subscriber.on_run_start()
+        try:
+            for subscriber in self.subscribers:
+                subscriber.on_run_start()
+        except ValueError:  # refused before any episode: run.json goes back as it was
+            self.closing = None
+            run_dir.undo_start()
+            raise
         t_run = self.clock.monotonic()
         status = "finished"
         try:
@@ -486,6 +511,8 @@ class SuiteRun:
             outcome = self.run_episode(trial, plan)
         except EpisodeFailed as exc:
             row = self.benchmark.failed_row(trial, plan, str(exc), self.clock.monotonic() - t0)
+            if isinstance(exc, InfrastructureFailure):
+                self.mark_infrastructure(trial, row)
         else:
             fields = {}
             for subscriber in self.subscribers:
@@ -499,7 +526,24 @@ class SuiteRun:
         for subscriber in self.subscribers:
             subscriber.on_episode_end(trial, row, run_dir)
         run_dir.append(row)
-        self.echo(self.benchmark.progress_line(trial, row, i, total, self.clock.monotonic() - t_run))
+        line = self.benchmark.progress_line(trial, row, i, total, self.clock.monotonic() - t_run)
+        if excluded(row):
+            line += " [infrastructure failure: not scored, a resume runs it again]"
+        elif is_infrastructure_failure(row):
+            line += " [second infrastructure failure of this trial: counted]"
+        self.echo(line)
+
+    def mark_infrastructure(self, trial, row: dict) -> None:
+        """Mark the row of an episode the infrastructure failed (``benchmarks.result_rows``):
+        left out of the scores and run again on resume, unless the trial already failed so
+        INFRASTRUCTURE_RERUNS times; then this failure is counted like any other."""
+        key = trial_key(trial)
+        row["failure"] = INFRASTRUCTURE
+        if self.infrastructure_failures[key] >= INFRASTRUCTURE_RERUNS:
+            row["counted"] = True
+            self.log.error(f"{key}: failed for infrastructure reasons again "
+                           f"({row.get('error') or row.get('reason')}); this time it counts")
+        self.infrastructure_failures[key] += 1
 
     def interrupted(self) -> None:
         """Ctrl-C or the launcher's stop while the run is open: close it all the same, with the
@@ -524,6 +568,7 @@ class SuiteRun:
         status = completion_status(status, trials, rows)
         if status.startswith("incomplete"):
             self.log.error(f"run {status}")
+        rows = counted(rows)  # an infrastructure failure not counted is no result
         summary = self.benchmark.summarize(rows)
         run_dir.finish(status, summary, self.benchmark.latency(rows) or None)
         if self.embodiment is not None:

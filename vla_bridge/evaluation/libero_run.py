@@ -15,17 +15,22 @@ import math
 
 from vla_bridge import contract as C
 from vla_bridge.benchmarks.libero import vifo
-from vla_bridge.benchmarks.libero.protocol import (format_summary, load_catalog, plan_trials,
-                                                   report_markdown, summarize)
+from vla_bridge.benchmarks.libero.protocol import (SEEDING, format_summary, load_catalog,
+                                                   plan_trials, report_markdown, summarize)
 from vla_bridge.benchmarks.vifo.protocols import resolve_family_variant
 from vla_bridge.evaluation.benchmark import Benchmark, EpisodeOutcome, EpisodePlan
 from vla_bridge.evaluation.cue_metrics import format_cue_tables, write_cue_metrics
-from vla_bridge.evaluation.provenance import checkpoint_of, git_commit
+from vla_bridge.evaluation.provenance import checkpoint_of, execution_of, git_commit
 from vla_bridge.evaluation.run_dir import RunDirectory
 
 #: LIBERO's run parameters and their defaults (config/libero_sim.yaml sets them for the graph)
 PARAMS = {"suites": "libero_spatial", "tasks": "", "inits": "0", "seed": 7, "max_steps": 0,
-          "actions_per_call": 5, "cue_protocol": "", "cue_family": "", "cue_variant": ""}
+          "actions_per_call": 5, "cue_protocol": "", "cue_family": "", "cue_variant": "",
+          # provenance (run.json's execution): the policy node's settings, set by the same
+          # launch arguments (chunk_size, image_source, oracle_follow)
+          "chunk_size": 5, "image_source": "raw", "oracle_follow": "language"}
+#: the provenance's ``execution`` settings of a LIBERO run (the oracle's task: under a protocol)
+EXECUTION = ("chunk_size", "image_source")
 EMBODIMENT = C.LIBERO_PANDA
 
 
@@ -63,15 +68,27 @@ class LiberoRun(Benchmark):
         return kept
 
     def provenance(self) -> dict:
+        """run.json's provenance. Its ``budget`` is the whole episode protocol, which a resume
+        compares (a directory run under another protocol is refused): ``max_steps`` (0: each
+        suite's ``step_budget``), ``actions_per_call`` (= ``replan_steps``, openpi's 5), the
+        sim's ``settle_steps`` and the ``seeding`` (``protocol.SEEDING``: one seed per task, as
+        openpi's loop gives it; directories from before it was recorded seeded each initial
+        state with seed + INIT)."""
+        from vla_bridge.sim_nodes.libero.backend import SETTLE_STEPS, STEP_BUDGET
         p = self.p
+        apc = int(p["actions_per_call"])
         return {"policy": str(p["policy"]), "checkpoint": checkpoint_of(str(p["policy"])),
                 "hardware": "sim:libero",
                 "cue": {"protocol": p["cue_protocol"] or None,
                         "family": p["cue_family"] or None, "variant": p["cue_variant"] or None},
                 "base_seed": int(p["seed"]),
-                "budget": {"max_steps": int(p["max_steps"]),
-                           "actions_per_call": int(p["actions_per_call"])},
-                "latency": None, "git_commit": git_commit()}
+                "budget": {"max_steps": int(p["max_steps"]), "actions_per_call": apc,
+                           "step_budget": dict(STEP_BUDGET), "settle_steps": SETTLE_STEPS,
+                           "replan_steps": apc, "seeding": SEEDING},
+                "latency": None,
+                "execution": execution_of(p, EXECUTION + (("oracle_follow",) if self.protocol
+                                                          else ())),
+                "git_commit": git_commit()}
 
     # ------------------------------------------------------------------ one episode
     def cue_of(self, ct: vifo.LiberoCueTrial):

@@ -2,8 +2,15 @@
 
 ``run_provenance`` gathers the settings that give an episode its meaning -- the policy spec
 and a fingerprint of its checkpoint, sim or hardware, the cue protocol, the base seed, the
-budget, the charged latency -- and the project's git commit; run.json records them
-(``RunDirectory.start``).
+budget, the charged latency, how the chunks are made and executed (``execution``: the
+empty-language control, chunk size, action horizon, temporal ensembling, async inference,
+lock-step, the images the policy reads ...) -- and the project's git commit; run.json
+records them (``RunDirectory.start``).
+
+Most ``execution`` settings are the policy node's or the sim node's parameters: the launch
+arguments that set them set the evaluator's parameter of the same name too
+(``ros.launch_args``), so the evaluator knows them before the first episode and a resume can
+be refused before anything runs (the nodes' ready statuses would come only with an episode).
 ``resume_differences`` names what a resume would change, so the evaluator can refuse to mix
 two setups in one run directory; ``describe`` is the one-line summary the report prints.
 """
@@ -19,7 +26,20 @@ from vla_bridge.policy_nodes.registry import parse_spec
 #: ``replay?path=RUN``): their files are fingerprinted
 CHECKPOINT_ARGS = ("checkpoint", "path")
 #: the fields a resume must keep (they change what an episode means)
-RESUME_FIELDS = ("policy", "checkpoint", "hardware", "cue", "base_seed", "budget", "latency")
+RESUME_FIELDS = ("policy", "checkpoint", "hardware", "cue", "base_seed", "budget", "latency",
+                 "execution")
+#: the ``execution`` settings (evaluator parameters the launch arguments also give the policy
+#: or sim node) and their types: what the policy is told and sees and how its chunks run
+EXECUTION_TYPES = {"empty_language": bool, "chunk_size": int, "action_horizon": int,
+                   "temporal_ensemble": bool, "async_inference": bool, "image_source": str,
+                   "lock_step": bool, "observation_period": int, "oracle_follow": str,
+                   "cue_render_ghosts": bool}
+#: RoboFollow's: always; in the sim (lock-step; the observation period where it acts: real
+#: time or charged latency); under a cue protocol (the oracle's task, F3's ghosts)
+ROBOFOLLOW_EXECUTION = ("empty_language", "chunk_size", "action_horizon", "temporal_ensemble",
+                        "async_inference", "image_source")
+SIM_EXECUTION = ("lock_step",)
+CUE_EXECUTION = ("oracle_follow", "cue_render_ghosts")
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding vla_bridge/
 UNKNOWN = "unknown"
 
@@ -98,8 +118,26 @@ def run_provenance(params: dict, cues) -> dict:
         "budget": {"max_policy_calls": int(params["max_policy_calls"]),
                    "max_actions_per_call": int(params["max_actions_per_call"])},
         "latency": latency_of(params),
+        "execution": robofollow_execution(params, bool(cues.protocol)),
         "git_commit": git_commit(),
     }
+
+
+def execution_of(params: dict, names) -> dict:
+    """The ``execution`` settings ``names`` as ``params`` has them (typed; absent: left out)."""
+    return {name: EXECUTION_TYPES[name](params[name]) for name in names if name in params}
+
+
+def robofollow_execution(params: dict, cue_protocol: bool) -> dict:
+    """A RoboFollow run's ``execution`` settings (see ROBOFOLLOW_EXECUTION)."""
+    names = list(ROBOFOLLOW_EXECUTION)
+    if hardware_of(params).startswith("sim"):
+        names += SIM_EXECUTION
+        if not params.get("lock_step", True) or str(params.get("latency")) == "charged":
+            names.append("observation_period")
+    if cue_protocol:
+        names += CUE_EXECUTION
+    return execution_of(params, names)
 
 
 def latency_of(params: dict) -> dict | None:
@@ -126,10 +164,15 @@ def _short(name: str, value) -> str:
 def resume_differences(old: dict | None, new: dict, rows=()) -> list[str]:
     """What differs between a run directory's recorded provenance ``old`` and this run's
     ``new`` (each "name: old -> new"); also a results row naming another policy. A field
-    ``old`` lacks (a directory from before it was recorded) is not compared."""
+    ``old`` lacks (a directory from before it was recorded) is not compared; ``execution``
+    is compared setting by setting (each named on its own), over those both record."""
     found = []
     for name in RESUME_FIELDS:
-        if old is not None and name in old:
+        if name == "execution" and old is not None and old.get(name) is not None:
+            was, now = old[name], new.get(name) or {}
+            found += [f"{key} {was[key]!r} -> {now[key]!r}" for key in was
+                      if key in now and was[key] != now[key]]
+        elif old is not None and name in old:
             was, now = _comparable(name, old[name]), _comparable(name, new[name])
             if was != now:
                 found.append(f"{name} {_short(name, old[name])} -> {_short(name, new[name])}")

@@ -35,7 +35,12 @@ PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_see
           "cue_render_ghosts": False,
           # charged latency (evaluation.charged_latency): "none" or "charged", and where each
           # call's latency comes from (measured, MS, uniform:LO:HI, normal:MEAN:STD, replay:DIR)
-          "latency": "none", "latency_ms": "measured"}
+          "latency": "none", "latency_ms": "measured",
+          # provenance (run.json's execution): the policy node's and the sim node's settings,
+          # set by the same launch arguments (evaluation.provenance.ROBOFOLLOW_EXECUTION)
+          "chunk_size": 50, "action_horizon": 50, "temporal_ensemble": False,
+          "async_inference": False, "image_source": "raw", "lock_step": True,
+          "observation_period": 0, "oracle_follow": "language"}
 
 
 class RoboFollowRun(Benchmark):

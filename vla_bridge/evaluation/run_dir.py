@@ -6,6 +6,11 @@ JSON line the moment it is scored, and a rerun with the same output skips what i
 last line torn by a cut write is moved to results.jsonl.torn before the next append, and a run
 whose planned trials are not all in results.jsonl ends "incomplete", never "finished".
 A directory that cannot be created or written raises ``RunDirError`` (one line).
+
+A row of an episode the infrastructure failed (``"failure": "infrastructure"``, see
+``benchmarks.result_rows``: a policy-node restart, a sim that stopped answering, frames lost)
+is kept but is no result: ``finished_keys`` leaves its trial out, so a resume runs it again
+(once: its second such failure is counted), and until then the run ends "incomplete".
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import time
 from pathlib import Path
 
 from vla_bridge import __version__
+from vla_bridge.benchmarks.result_rows import counted, excluded
 from vla_bridge.benchmarks.robofollow.tasks import Trial
 
 
@@ -80,6 +86,8 @@ class RunDirectory:
         self.run_path = self.path / "run.json"
         self.summary_path = self.path / "summary.json"
         self.log = log if log is not None else logging.getLogger(__name__)
+        self._started = False  # start() wrote run.json ...
+        self._run_json_before: bytes | None = None  # ... over this (None: there was none)
 
     # ------------------------------------------------------------------ reading
     def results(self) -> list[dict]:
@@ -87,7 +95,9 @@ class RunDirectory:
         return read_jsonl(self.results_path)
 
     def finished_keys(self) -> set[str]:
-        return {row["key"] for row in self.results()}
+        """The trials a resume skips: those with a row that counts (an infrastructure failure
+        not yet counted is run again, ``benchmarks.result_rows``)."""
+        return {row["key"] for row in counted(self.results())}
 
     def info(self) -> dict:
         """run.json ({} when missing or unreadable)."""
@@ -106,6 +116,8 @@ class RunDirectory:
         if not resume and self.results_path.exists() and self.results_path.stat().st_size:
             raise FileExistsError(f"{self.results_path} already holds results; pass resume:=true "
                                   "to continue that run or choose another output directory")
+        self._run_json_before = self.run_path.read_bytes() if self.run_path.is_file() else None
+        self._started = True
         done = self.finished_keys() if resume else set()
         run = {
             "arguments": arguments, "versions": package_versions(), "provenance": provenance,
@@ -121,6 +133,20 @@ class RunDirectory:
         with self._writing("write run.json"):
             self._write_json(self.run_path, run)
         return [t for t in trials if trial_key(t) not in done]
+
+    def undo_start(self) -> None:
+        """Put run.json back as it was before ``start`` (removed when there was none): the
+        run was refused before its first episode, so it must not speak for the directory."""
+        if not self._started:
+            return
+        self._started, before = False, self._run_json_before
+        with self._writing("restore run.json"):
+            if before is None:
+                self.run_path.unlink(missing_ok=True)
+            else:
+                tmp = self.run_path.with_suffix(".tmp")
+                tmp.write_bytes(before)
+                tmp.replace(self.run_path)
 
     def _provenance_note(self, done: set[str]) -> str | None:
         """Carried over, or new when resuming episodes whose run.json recorded no provenance."""
@@ -220,15 +246,30 @@ class RunDirectory:
 
 
 def completion_status(status: str, planned: list[Trial], rows) -> str:
-    """The run's final status: "finished" only when every planned trial has its row in
-    results.jsonl, else "incomplete: N of M trials missing ..." (another status is kept)."""
-    present = {row.get("key") for row in rows}
+    """The run's final status: "finished" only when every planned trial has a row in
+    results.jsonl that counts, else "incomplete: N of M trials missing ..." and/or "... failed
+    for infrastructure reasons ..." (a trial whose only rows are infrastructure failures not
+    yet counted, ``benchmarks.result_rows``); another status is kept."""
+    rows = list(rows)
+    present = {row.get("key") for row in counted(rows)}
     missing = [trial_key(t) for t in planned if trial_key(t) not in present]
     if status != "finished" or not missing:
         return status
-    shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
-    return (f"incomplete: {len(missing)} of {len(planned)} trials missing from results.jsonl "
-            f"({shown}); resume to run them")
+    infra = {row.get("key"): row.get("error") or row.get("reason") for row in rows
+             if excluded(row)}
+    absent = [key for key in missing if key not in infra]
+    rerun = [key for key in missing if key in infra]
+    parts = []
+    if absent:
+        shown = ", ".join(absent[:3]) + (", ..." if len(absent) > 3 else "")
+        parts.append(f"{len(absent)} of {len(planned)} trials missing from results.jsonl "
+                     f"({shown})")
+    if rerun:
+        shown = ", ".join(f"{key}: {infra[key]}" for key in rerun[:2]) + (
+            ", ..." if len(rerun) > 2 else "")
+        parts.append(f"{len(rerun)} of {len(planned)} trials failed for infrastructure "
+                     f"reasons, not scored ({shown})")
+    return f"incomplete: {'; '.join(parts)}; resume to run them"
 
 
 #: per-call policy timings kept per episode (ms): the backend's whole predict call, the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from vla_bridge.benchmarks.result_rows import counted
 from vla_bridge.evaluation.run_dir import RunDirectory
 
 LEVELS = ("L0", "L1", "L2", "L3")
@@ -17,9 +18,11 @@ class ReportError(RuntimeError):
 
 
 def load_rows(run_dir: str | Path) -> list[dict]:
-    """Result rows of a run directory; a repeated key keeps its first row."""
+    """Result rows of a run directory; a repeated key keeps its first row. A row of an
+    episode the infrastructure failed, not counted (``benchmarks.result_rows``), is no result:
+    left out (its trial's rerun is the row that counts)."""
     rows, seen = [], set()
-    for row in RunDirectory(run_dir).results():
+    for row in counted(RunDirectory(run_dir).results()):
         key = row.get("key")
         if key is not None:
             if key in seen:

@@ -10,6 +10,11 @@ node can run from another virtualenv (e.g. LIBERO needs mujoco 3.3.7).
 
 Argument defaults equal the values in the graph's params file (a test checks it), so
 launching without arguments gives exactly the params file.
+
+An argument that changes what an episode measures but is a policy-node or sim-node parameter
+(chunk_size, action_horizon, temporal_ensemble, async_inference, image_source, lock_step,
+observation_period, oracle_follow) sets the evaluator's parameter of the same name too: run.json
+records it in the provenance and a resume that changes it is refused (evaluation.provenance).
 """
 from __future__ import annotations
 
@@ -31,6 +36,9 @@ class LaunchArg:
     description: str
     type: str = "str"  # one of ARG_TYPES: the type of the parameters it sets
     sets: tuple[str, ...] = ()  # "node.param" targets; empty for interpreter arguments
+    # "module:function" returning the names a comma-separated value may hold (e.g. the LIBERO
+    # catalog's suites); the launcher refuses any other name before anything starts
+    names_from: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,9 @@ class NodeSpec:
     # the own launcher restarts it when it dies (bounded; the evaluator fails only the
     # episode in flight): a node that keeps no state across episodes, i.e. the policy
     restartable: bool = False
+    # watches the graph and feeds nothing into a run (the viewer): the own launcher restarts
+    # it a few times, then lets it go; its death never stops the graph or fails an episode
+    observer: bool = False
     enabled_by: str | None = None  # launch argument that adds this node (None: always)
     # the values of `enabled_by` that add it; None: a bool argument (TRUE_WORDS). With values,
     # the argument is a choice: "" (off) or one of them, anything else is refused
@@ -86,17 +97,18 @@ CUE_VARIANT_ARG = LaunchArg("cue_variant", "",
                             sets=("evaluator_node.cue_variant",))
 IMAGE_SOURCE_ARG = LaunchArg("image_source", "raw",
                              "images the policy reads: raw, or cued (the evaluator's cue overlay)",
-                             sets=("policy_node.image_source",))
+                             sets=("policy_node.image_source", "evaluator_node.image_source"))
 
 CHUNK_EXECUTION_ARGS = (
     LaunchArg("action_horizon", "50", "actions of each chunk the policy node publishes",
-              type="int", sets=("policy_node.action_horizon",)),
+              type="int", sets=("policy_node.action_horizon", "evaluator_node.action_horizon")),
     LaunchArg("temporal_ensemble", "false",
               "ACT temporal ensembling of overlapping chunks (needs action_horizon < chunk_size)",
-              type="bool", sets=("policy_node.temporal_ensemble",)),
+              type="bool",
+              sets=("policy_node.temporal_ensemble", "evaluator_node.temporal_ensemble")),
     LaunchArg("async_inference", "false",
               "predict the next chunk while the current one executes and splice them",
-              type="bool", sets=("policy_node.async_inference",)),
+              type="bool", sets=("policy_node.async_inference", "evaluator_node.async_inference")),
 )
 
 SIM = NodeSpec("sim_node", "vla_bridge.sim_nodes.sim_node", "sim_node", python_arg="sim_python")
@@ -112,7 +124,7 @@ RECORD_ARG = LaunchArg("record", "false",
 # Watching a run live, the same in both graphs: viewer:=foxglove serves the graph's topics to
 # the Foxglove app over its WebSocket protocol (data/viewer_node.py).
 VIEWER = NodeSpec("viewer_node", "vla_bridge.data.viewer_node", "viewer_node",
-                  enabled_by="viewer", enabled_when=("foxglove",))
+                  enabled_by="viewer", enabled_when=("foxglove",), observer=True)
 VIEWER_ARGS = (
     LaunchArg("viewer", "", "live viewer: '' (off) or foxglove (a Foxglove WebSocket server "
               "on 127.0.0.1, see viewer_port)"),
@@ -154,7 +166,7 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "RoboFollow was built on; the same workcell, scenes and cameras)",
                   sets=("sim_node.backend", "evaluator_node.sim")),
         LaunchArg("lock_step", "true", "advance the sim only when the action has arrived",
-                  type="bool", sets=("sim_node.lock_step",)),
+                  type="bool", sets=("sim_node.lock_step", "evaluator_node.lock_step")),
         LaunchArg("latency", "none",
                   "none, or charged: still lock-step, but each policy call's latency is charged "
                   "in sim time (the robot executes the previous chunk, or holds, meanwhile; "
@@ -168,7 +180,8 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "real time and latency:=charged: ticks of a chunk before the sim observes "
                   "again (charged: the rest runs during the next call's charged ticks); 0: real "
                   "time every 10, charged when the chunk is used up (plain lock-step always)",
-                  type="int", sets=("sim_node.observation_period",)),
+                  type="int", sets=("sim_node.observation_period",
+                                    "evaluator_node.observation_period")),
         LaunchArg("resume", "true", "skip episodes already in the output's results.jsonl",
                   type="bool", sets=("evaluator_node.resume",)),
         LaunchArg("empty_language", "false", "withhold the instruction (empty-language control)",
@@ -178,7 +191,7 @@ ROBOFOLLOW_SIM = GraphSpec(
         LaunchArg("max_actions_per_call", "50", "actions executed per policy call", type="int",
                   sets=("evaluator_node.max_actions_per_call",)),
         LaunchArg("chunk_size", "50", "actions the policy returns per call", type="int",
-                  sets=("policy_node.chunk_size",)),
+                  sets=("policy_node.chunk_size", "evaluator_node.chunk_size")),
         *CHUNK_EXECUTION_ARGS,
         LaunchArg("episode_timeout", "300.0", "seconds without progress before an episode fails",
                   type="float", sets=("evaluator_node.episode_timeout",)),
@@ -201,7 +214,7 @@ ROBOFOLLOW_SIM = GraphSpec(
         IMAGE_SOURCE_ARG,
         LaunchArg("oracle_follow", "language",
                   "task the oracle plans under a cue protocol: language or cue",
-                  sets=("policy_node.follow",)),
+                  sets=("policy_node.follow", "evaluator_node.oracle_follow")),
         LaunchArg("sim_python", "", "Python interpreter of the sim node (empty = this one)"),
         LaunchArg("policy_python", "",
                   "Python interpreter of the policy node (empty = this one)"),
@@ -228,7 +241,8 @@ LIBERO_SIM = GraphSpec(
     args=(
         LaunchArg("suite", "libero_spatial",
                   "comma-separated LIBERO suites: libero_spatial, libero_object, libero_goal, "
-                  "libero_10 (\"\" = those four)", sets=("evaluator_node.suites",)),
+                  "libero_10 (\"\" = those four)", sets=("evaluator_node.suites",),
+                  names_from="vla_bridge.benchmarks.libero.protocol:load_catalog"),
         LaunchArg("tasks", "", "task numbers within each suite, e.g. 0-4 or 0,3 (\"\" = all)",
                   sets=("evaluator_node.tasks",)),
         LaunchArg("inits", "0", "initial states of each task, e.g. 0-49 (the full protocol)",
@@ -250,7 +264,8 @@ LIBERO_SIM = GraphSpec(
                   "actions executed per policy call (openpi's LIBERO replanning: 5)", type="int",
                   sets=("evaluator_node.actions_per_call",)),
         LaunchArg("chunk_size", "5", "actions the policy returns per call", type="int",
-                  sets=("policy_node.chunk_size", "policy_node.action_horizon")),
+                  sets=("policy_node.chunk_size", "policy_node.action_horizon",
+                        "evaluator_node.chunk_size")),
         LaunchArg("episode_timeout", "300.0", "seconds without progress before an episode fails",
                   type="float", sets=("evaluator_node.episode_timeout",)),
         LaunchArg("cue_protocol", "",
@@ -261,7 +276,7 @@ LIBERO_SIM = GraphSpec(
         IMAGE_SOURCE_ARG,
         LaunchArg("oracle_follow", "language",
                   "task the LIBERO oracle plans under a cue protocol: language or cue",
-                  sets=("policy_node.follow",)),
+                  sets=("policy_node.follow", "evaluator_node.oracle_follow")),
         LaunchArg("sim_python", LIBERO_VENV_PYTHON,
                   "Python interpreter of the LIBERO sim node (default: this checkout's "
                   ".venv-libero, built by `bash scripts/setup.sh libero`)"),
@@ -370,7 +385,7 @@ ROBOFOLLOW_REAL = GraphSpec(
         LaunchArg("max_actions_per_call", "50", "actions executed per policy call", type="int",
                   sets=("evaluator_node.max_actions_per_call",)),
         LaunchArg("chunk_size", "50", "actions the policy returns per call", type="int",
-                  sets=("policy_node.chunk_size",)),
+                  sets=("policy_node.chunk_size", "evaluator_node.chunk_size")),
         *CHUNK_EXECUTION_ARGS,
         LaunchArg("episode_timeout", "120.0", "seconds without progress before a trial fails",
                   type="float", sets=("evaluator_node.episode_timeout",)),

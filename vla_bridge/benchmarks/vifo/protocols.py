@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
+from vla_bridge.benchmarks.result_rows import counted
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.benchmarks.task_roles import ROLE_LABELS, row_scores
 
@@ -342,7 +343,7 @@ def cue_metrics(rows: Iterable[dict]) -> dict:
     metric that a family has (macro, the paper's "Avg." column). Orig. SR comes from the
     ``original`` rows and is shared by every family.
     """
-    rows = [r for r in rows if episode_record(r) is not None]
+    rows = [r for r in counted(rows) if episode_record(r) is not None]
     recs = [episode_record(r) for r in rows]
     by_family = {f: _round(m) for f, m in protocol_metrics(recs, by_family=True).items()}
     average = {}

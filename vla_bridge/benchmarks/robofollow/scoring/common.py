@@ -12,6 +12,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from vla_bridge.benchmarks.result_rows import counted
+
 ARMS = ("left", "right")
 
 CLOSE_THRESHOLD = 0.35  # §2.1 first_close / re-close
@@ -529,9 +531,10 @@ def summarize(rows: Iterable[Any]) -> dict[str, dict[str, float | int]]:
 
     Rows are dicts or objects (e.g. EpisodeScore) with task_id, scene, level, intent_score,
     exec_score, complete and optionally max_total (default 1.0). A task is keyed by
-    (scene, level, task_id), so equal ids in different scenes stay separate.
+    (scene, level, task_id), so equal ids in different scenes stay separate. A row of an
+    episode the infrastructure failed (``benchmarks.result_rows``) is left out.
     """
-    rows = list(rows)
+    rows = counted(rows)
     groups: dict[str, list[Any]] = {}
     for r in rows:
         groups.setdefault(f"{_field(r, 'scene')}/{_field(r, 'level')}", []).append(r)

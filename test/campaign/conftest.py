@@ -1,0 +1,4 @@
+"""Fixtures of the campaign tests: one MuJoCo sim session per module."""
+from __future__ import annotations
+
+from support.oracle_episodes import session  # noqa: F401  (a fixture)
