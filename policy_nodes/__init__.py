@@ -8,7 +8,8 @@
   msgpack-numpy, gripper conventions and key maps; ``client``: the backend; ``serve``: the
   openpi-protocol server);
 * ``chunking``: action horizon, temporal ensembling and the async splice (pure);
-* ``policy_node``: the ROS shell.
+* ``policy_node``: the ROS shell; ``heartbeat_node``: its sign of life, beaten by a child
+  process (a predict that holds the GIL cannot silence it).
 
 May import the foundation modules, ``embodiment``, ``ros`` and ``benchmarks``; never another
 node folder, ``evaluation`` or anything above. Only ``*_node`` modules import rclpy.

@@ -4,20 +4,21 @@ an action chunk, and publishes it as a JointTrajectory that echoes the observati
 An observation is complete when the joint state and every camera image with the same stamp
 have arrived (plus the world state for privileged backends such as the oracle).
 
-A heartbeat on contract.TOPIC_POLICY_HEARTBEAT (50 Hz, from its own thread so a long predict
-does not silence it) tells the robot node the policy is alive; the PiPER node holds the arms
-when it stops.
+A heartbeat on contract.TOPIC_POLICY_HEARTBEAT (50 Hz) tells the robot node the policy
+process is alive; the PiPER node holds the arms when it stops. It is beaten by a small child
+process (`vla_bridge.policy_nodes.heartbeat_node`), so a predict that holds the GIL does not
+silence it, and it stops when this process dies (SIGKILL included). Parameter
+``heartbeat_process`` (default true): false beats from a thread of this process instead.
 """
 from __future__ import annotations
 
 import inspect
 import sys
-import threading
 import time
 
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import Header, String
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
@@ -26,6 +27,7 @@ from vla_bridge.ros import messages, reach
 from vla_bridge.ros.stamp_sync import StampSync
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
+from vla_bridge.policy_nodes.heartbeat_node import Heartbeat
 from vla_bridge.policy_nodes.registry import make_policy
 
 KEEP_STAMPS = 64  # observation parts kept while waiting for the rest
@@ -40,7 +42,7 @@ class PolicyNode(Node):
              {"backend": "oracle", "chunk_size": 50, "action_horizon": 50,
               "control_period": 0.06, "image_source": "raw", "follow": "language",
               "temporal_ensemble": False, "async_inference": False,
-              "embodiment": C.DEFAULT_EMBODIMENT}.items()}
+              "embodiment": C.DEFAULT_EMBODIMENT, "heartbeat_process": True}.items()}
         # follow: which task a privileged backend plans ("language" or "cue", see the oracle)
         self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"],
                                   control_period=p["control_period"], follow=p["follow"])
@@ -64,7 +66,7 @@ class PolicyNode(Node):
                                         p["async_inference"]),
             self._publish_chunk, self.status, self.get_logger().error, p["async_inference"])
         self.chunking.action_dim = self.embodiment.action_dim
-        self.heartbeat = Heartbeat(self, HEARTBEAT_PERIOD_S)
+        self.heartbeat = Heartbeat(self, HEARTBEAT_PERIOD_S, process=bool(p["heartbeat_process"]))
         self.ready_gate = reach.ReadyGate(self, self.reach_checks)
         self.ready_fields: dict | None = None  # the episode's ready, once its reset worked
         self.get_logger().info(f"policy node ready: backend={p['backend']}")
@@ -191,33 +193,6 @@ class PolicyNode(Node):
         self.heartbeat.stop()
         self.chunking.close()
         getattr(self.policy, "close", lambda: None)()
-
-
-class Heartbeat:
-    """The node's sign of life, published from a thread of its own: a predict() blocking the
-    executor must not look like a dead policy, a dead process must go silent."""
-
-    def __init__(self, node: Node, period_s: float):
-        self.node, self.period_s = node, period_s
-        self.pub = node.create_publisher(Header, C.TOPIC_POLICY_HEARTBEAT,
-                                         messages.qos_profile(C.QOS_LATEST))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="policy-heartbeat", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                self.pub.publish(Header(stamp=self.node.get_clock().now().to_msg(),
-                                        frame_id=self.node.get_name()))
-            except Exception:  # noqa: BLE001 - the context is shutting down: stop beating
-                return
-            if self._stop.wait(self.period_s):
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=1.0)
 
 
 def _accepts(function, name: str) -> bool:

@@ -11,8 +11,11 @@ Subscribes:
   policy heartbeat  the policy node's sign of life (contract.TOPIC_POLICY_HEARTBEAT, 50 Hz).
                  Once one has arrived, a heartbeat (or chunk) older than the safety file's
                  policy_heartbeat_timeout_s (0.15 s) stops the chunk being played and holds
-                 the arms where they are (a dead policy's chunk is not played to its end; the
-                 cut chunk reports "chunk_done", so a policy that was only late goes on).
+                 the arms at their last commanded target (not the measured position, which
+                 trails a moving arm: no step back; a dead policy's chunk is not played to its
+                 end; the cut chunk reports "chunk_done", so a policy that was only late goes
+                 on). The heartbeat comes from a child process of the policy node and means
+                 "the policy process lives"; docs/real_hardware.md says how to schedule both.
   episode control  begin -> "ready", end -> stop the chunk; each accepted chunk is a policy
                  call, each finished one -> "chunk_done" (and "done" once the begin message's
                  max_policy_calls are spent). The real arm runs on the wall clock: chunks are
@@ -295,7 +298,7 @@ class PiperNode(Node):
         cut = self.player is not None
         self.player = None
         for arm in self.arms:
-            self._log_events(self.safety[arm].hold(self.feedback[arm], now, reason))
+            self._log_events(self.safety[arm].hold_last_command(now, reason))
         if cut:
             self._chunk_finished(reason="chunk cut: " + reason)
 

@@ -23,9 +23,11 @@ Rules, in the order they apply (each returns a `SafetyEvent` naming the rule whe
 ``watchdog``
     when no valid target has arrived for longer than watchdog_timeout_s, the arm holds where
     it is measured (joints) with the last gripper command (so a grasp is kept) instead of
-    heading on for the last target. ``hold()`` starts the same hold at once: the node calls
-    it when the policy's heartbeat is older than policy_heartbeat_timeout_s, even while a
-    chunk still has actions (a dead policy's chunk is not played to its end).
+    heading on for the last target. ``hold()`` starts the same hold at once;
+    ``hold_last_command()`` starts one at the last command sent instead of the measured
+    joints: the node calls it when the policy's heartbeat is older than
+    policy_heartbeat_timeout_s, even while a chunk still has actions (a dead policy's chunk
+    is not played to its end, and the arm does not step back to where it trails).
 ``max_speed`` against the sends
     a node that reports its sends (``sent(command, t_done)``, ``t_done`` read when the send
     returned) gets its steps measured from the last command sent and sized by the time from
@@ -230,6 +232,20 @@ class SafetyFilter:
             return []
         return [self._start_hold(np.asarray(measured, dtype=float), now,
                                  f"{reason}; holding the measured position")]
+
+    def hold_last_command(self, now: float, reason: str) -> list[SafetyEvent]:
+        """Hold the last command sent (``sent()``; else the last one returned) until a new
+        target comes, whatever target was still ahead: the arm stops where it was told to be,
+        never stepping back to the measured position that trails the command (on a moving
+        arm that trails by tens of mrad). The node calls this when the policy's heartbeat
+        went silent. Nothing happens when the arm was never commanded, already holds, or is
+        latched."""
+        if self.latched or self.holding or self.last_command is None:
+            return []
+        last = self.last_sent if self.last_sent is not None else self.last_command
+        self.holding = True
+        self._hold_target = np.asarray(last, dtype=float).copy()
+        return [self._event(RULE_WATCHDOG, f"{reason}; holding the last commanded target", now)]
 
     def _start_hold(self, measured, now: float, detail: str) -> SafetyEvent:
         self.holding = True

@@ -4,7 +4,7 @@ sub-command per benchmark, each with only its own flags (`vla-bridge bench BENCH
 The code is in vla_bridge/perf/: the node graph (graph.py: overhead, recording, throughput),
 campaigns over Ray (campaign.py: campaign, multinode), SAPIEN against MuJoCo (sapien.py: sapien,
 crosssim), LIBERO (libero.py) and the LIBERO-VIFO protocols (libero_vifo.py), the policy node
-(policy.py) and the cue overlays (cues.py). Each benchmark below is a (help, add_arguments, run)
+(policy.py), the cue overlays (cues.py) and the PiPER heartbeat watchdog (heartbeat.py). Each benchmark below is a (help, add_arguments, run)
 triple; its modules load only when it runs.
 """
 from __future__ import annotations
@@ -186,6 +186,26 @@ def _run_cues(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------ the PiPER watchdog
+
+
+def _heartbeat_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seconds", type=float, default=20.0,
+                   help="seconds of a live, GIL-holding policy per row (default 20)")
+    p.add_argument("--hogs", default="0,2,4", help="busy-loop CPU hogs per row (default 0,2,4)")
+    p.add_argument("--kills", type=int, default=5, help="SIGKILLs timed per row (default 5)")
+    p.add_argument("--mode", choices=("process", "thread", "both"), default="both",
+                   help="where the policy's heartbeat comes from: its child process (the "
+                        "node's default), a thread of the policy process, or both (default)")
+    p.add_argument("--gil-hold", type=float, default=1.0,
+                   help="seconds each predict holds the GIL (default 1.0)")
+
+
+def _run_heartbeat(args: argparse.Namespace) -> int:
+    from vla_bridge.perf import heartbeat
+    return heartbeat.run(args)
+
+
 # ------------------------------------------------------------------------ the registry
 
 BENCHMARKS: dict[str, Benchmark] = {
@@ -211,6 +231,9 @@ BENCHMARKS: dict[str, Benchmark] = {
                         "over DDS", _policy_arguments, _run_policy),
     "cues": Benchmark("cue overlay cost per frame at 320x240 per family and variant (or the "
                       "example sheets, the instance counts)", _cues_arguments, _run_cues),
+    "heartbeat": Benchmark("the PiPER node's heartbeat watchdog under load: hold latency after "
+                           "the policy dies, false holds with a GIL-holding predict",
+                           _heartbeat_arguments, _run_heartbeat),
 }
 
 
