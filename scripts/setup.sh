@@ -283,15 +283,17 @@ setup_libero() {  # after setup: the LIBERO sim node's venv, under the same lock
 # The whole suite, one pytest process per test folder: in a single process that had run most
 # of the suite, making a new EGL context (test/robot_nodes' renders) crashed or hung in a
 # native thread (fresh-clone CI, December 2026; not reproduced in smaller runs). Each folder
-# still runs in full; the exit status is the first failing part's.
+# still runs in full, its sub-folders too (test/sim_nodes/ holds mujoco/, sapien/, libero/),
+# `graph`-marked tests included; the exit status is the first failing part's. test/support/
+# is the tests' shared helpers (no tests).
 run_suite_in_parts() {
     local part rc status=0
     for part in test/*/ test/test_*.py; do
-        case "$part" in */__pycache__/) continue ;; esac
+        case "$part" in */__pycache__/|test/support/) continue ;; esac
         log "pytest $part"
         rc=0
         "$VENV/bin/python" -m pytest "$part" || rc=$?
-        # 5: the folder holds no tests (helper nodes only)
+        # 5: the folder holds no tests (a folder of helpers only)
         if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "$status" -eq 0 ]; then status=$rc; fi
     done
     return "$status"

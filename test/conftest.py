@@ -40,24 +40,14 @@ def _pick_domain_id() -> None:
     os.environ["ROS_DOMAIN_ID"] = str(candidates[0])  # all claimed: share one
 
 
-def _test_folders_on_sys_path() -> None:
-    """A test may import helpers from a test module in another folder (test_real_graph uses
-    test_tracker's scene renders): every test folder is importable, whatever runs first."""
-    import sys
-    here = Path(__file__).resolve().parent
-    for folder in sorted({p.parent for p in here.rglob("test_*.py")}):
-        if str(folder) not in sys.path:
-            sys.path.append(str(folder))
-
-
 def pytest_configure(config) -> None:
-    # Runs before test modules are imported, so rclpy reads these values on init.
-    _test_folders_on_sys_path()
+    # Runs before test modules are imported, so rclpy reads these values on init. Shared test
+    # helpers are the package test/support (setup.cfg's `pythonpath = test`); a test module
+    # imports no other test module.
     _pick_domain_id()
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(FASTDDS_PROFILE)
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    config.addinivalue_line("markers", "slow: slower end-to-end checks (still run by default)")
 
 
 def pytest_report_header(config) -> str:

@@ -109,6 +109,7 @@ def _colcon() -> str | None:
     return str(beside_python) if beside_python.exists() else shutil.which("colcon")
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_colcon_build_installs_launch_and_config(tmp_path):
     colcon = _colcon()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graph_runs import child_pythonpath, results, wait_until
+from support.graph_runs import child_pythonpath, results, wait_until
 from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials
 from vla_bridge.campaign import plan as P
 from vla_bridge.campaign.driver import CampaignError, parse_graph, resume_differences
@@ -99,6 +99,7 @@ def scores(rows):
     return {r["key"]: (r["seed"], r["intent_score"], r["exec_score"], r["complete"]) for r in rows}
 
 
+@pytest.mark.graph
 def test_two_workers_give_the_scores_of_one_and_a_resume_skips_finished_trials(tmp_path):
     two = campaign(tmp_path / "two", "--tasks", TASKS, "--rounds", "2")
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-2000:]
@@ -124,6 +125,7 @@ def test_two_workers_give_the_scores_of_one_and_a_resume_skips_finished_trials(t
     assert len(results(tmp_path / "two")) == 9
 
 
+@pytest.mark.graph
 def test_a_worker_killed_mid_trial_loses_and_duplicates_nothing(tmp_path):
     out = tmp_path / "run"
     proc = campaign(out, "--tasks", TASKS, "--rounds", "2", "--unit-trials", "2", wait=False)
@@ -164,6 +166,7 @@ def test_a_worker_killed_mid_trial_loses_and_duplicates_nothing(tmp_path):
     # no orphaned graph is left (the killed worker's got SIGTERM with its parent)
 
 
+@pytest.mark.graph
 def test_policy_server_actors_serve_the_policy_to_the_workers(tmp_path):
     from vla_bridge.policy_nodes.torch_policy import init_checkpoint
     spec = f"torch?checkpoint={init_checkpoint(tmp_path / 'ckpt', seed=1)}"

@@ -5,8 +5,8 @@ Under ``conflict`` the language names another task (the conflict partner, which 
 for and the oracle follows) than the cue shows (the suite trial, the row's ``task_id``). The
 row's own IS / ES / CR are the language task's, and INT-ACT used to be read against
 ``task_id``: "intention 0 %, success 100 %" for an oracle that did exactly what it was told.
-Here one conflict episode runs through ``SuiteRun`` (in-process sim and oracle, as in
-test_episodes) and every metric is checked against the task it names.
+Here one conflict episode runs through ``SuiteRun`` (in-process sim and oracle,
+support.in_process_graph) and every metric is checked against the task it names.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from test_episodes import TASK, make_run, results
+from support.in_process_graph import TASK, make_run, results
 from vla_bridge.benchmarks.intact.metrics import (intact_metrics, row_intact,
                                                   summarize_intact_by_task)
 from vla_bridge.benchmarks.robofollow.scoring import score_episode

@@ -8,7 +8,6 @@ directory and the cue protocol are the real ones.
 from __future__ import annotations
 
 import json
-from collections import deque
 
 import numpy as np
 import pytest
@@ -19,136 +18,10 @@ from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials
 from vla_bridge.embodiment.episode_record import load_episode
 from vla_bridge.evaluation.cue_run import CueRun
 from vla_bridge.evaluation.direct import run_episode_direct
-from vla_bridge.evaluation.episodes import (BEGIN_RESEND_S, PARAMS, SPIN_S, GraphBroken,
-                                            LatencyCollector, Subscriber, SuiteRun)
+from vla_bridge.evaluation.episodes import BEGIN_RESEND_S, SPIN_S, GraphBroken, Subscriber
 from vla_bridge.policy_nodes.oracle import OraclePolicy
-from vla_bridge.sim_nodes.session import Budget, SimSession
 
-TASK = "L0_pickup_yellow_block_3"  # the oracle solves it: IS 1.0, ES 1.0, 501 frames
-
-
-class FakeClock:
-    """monotonic() moves only when the graph spins; time_ns() counts episodes' ids up."""
-
-    def __init__(self):
-        self.now, self.ns = 1000.0, 0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time_ns(self) -> int:
-        self.ns += 1
-        return self.ns
-
-
-class Log:
-    def __init__(self):
-        self.lines: list[tuple[str, str]] = []
-
-    def info(self, text: str) -> None:
-        self.lines.append(("info", text))
-
-    def warning(self, text: str) -> None:
-        self.lines.append(("warning", text))
-
-    def error(self, text: str) -> None:
-        self.lines.append(("error", text))
-
-
-class InProcessGraph:
-    """The sim and policy nodes as the run hears them (see the module docstring). Tests
-    override ``answer_begin`` / ``answer_start`` / ``world`` to script a misbehaving node;
-    ``publishers`` says who is on the graph."""
-
-    def __init__(self, session: SimSession, clock: FakeClock):
-        self.session, self.clock = session, clock
-        self.policy = OraclePolicy()
-        self.run: SuiteRun | None = None
-        self.sent: list[dict] = []  # control messages, in order
-        self.instructions: list[str] = []
-        self.inbox: deque = deque()
-        self.publishers = {C.TOPIC_EPISODE_STATUS: 1, C.TOPIC_ACTION_CHUNK: 1,
-                           C.TOPIC_EPISODE_CONTROL: 1}
-        self.subscribers = {C.TOPIC_EPISODE_CONTROL: 2}
-        self.offset, self.episode, self.rows = 0.0, None, []
-        self.resets, self.ready_stamp = 0, 0.0  # begins that reset the scene; their ready stamp
-
-    # the Graph protocol
-    def send(self, message: dict) -> None:
-        self.sent.append(message)
-        if message["kind"] == C.CONTROL_BEGIN:
-            self.answer_begin(message)
-        elif message["kind"] == C.CONTROL_START:
-            self.answer_start()
-
-    def instruct(self, text: str) -> None:
-        self.instructions.append(text)
-
-    def spin(self) -> None:
-        self.clock.now += SPIN_S
-        if self.inbox:
-            deliver, payload = self.inbox.popleft()
-            deliver(payload)
-
-    def count_publishers(self, topic: str) -> int:
-        return self.publishers.get(topic, 0)
-
-    def count_subscribers(self, topic: str) -> int:
-        return self.subscribers.get(topic, 0)
-
-    # the nodes
-    def answer_begin(self, ctl: dict) -> None:
-        if ctl["episode"] == self.episode:  # asked again: answer, do not reset (as the nodes)
-            self.sim_status(C.STATUS_READY, tick=0, stamp=self.ready_stamp)
-            self.policy_status(C.STATUS_READY)
-            return
-        self.resets += 1
-        self.episode, task = ctl["episode"], ctl["task"]
-        self.offset = self.now() + 1.0  # as the sim node: a gap between episodes
-        budget = Budget(ctl["max_policy_calls"], ctl["max_actions_per_call"])
-        self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
-                           charged=ctl.get("charged_latency_ms"))  # as the sim node
-        self.record_frame()
-        self.flush()
-        self.ready_stamp = self.now()
-        self.sim_status(C.STATUS_READY, tick=0, stamp=self.ready_stamp)
-        self.policy.reset()
-        self.policy.set_instruction(ctl["instruction"], task)
-        self.policy_status(C.STATUS_READY)
-
-    def answer_start(self) -> None:
-        session = self.session
-        while not session.done:
-            chunk = self.policy.predict(session.observation(images=False))
-            self.policy_status(C.STATUS_PREDICTED, call=session.calls + 1, inference_ms=2.0,
-                               overhead_ms=0.5, latency_ms={"preprocess": 0.1, "transport": 0.2})
-            for _ in session.execute(chunk):
-                self.record_frame()
-            self.flush()
-            self.sim_status(C.STATUS_CHUNK_DONE, tick=session.ticks, calls=session.calls)
-        self.sim_status(C.STATUS_DONE, ticks=session.ticks, calls=session.calls,
-                        timing={"wait_s": 0.1, "step_s": 0.2, "publish_s": 0.0})
-
-    def now(self) -> float:
-        return self.offset + self.session.backend.time
-
-    def world(self):
-        return self.session.backend.world_state()
-
-    def record_frame(self) -> None:
-        self.rows.append((self.now(), np.array(self.session.command), self.world()))
-
-    def flush(self, rows=None) -> None:
-        rows, self.rows = (self.rows if rows is None else rows), []
-        self.inbox.append((lambda batch: self.run.on_frames(len(batch), lambda: batch), rows))
-
-    def sim_status(self, kind: str, **fields) -> None:
-        status = {"kind": kind, "episode": self.episode, **fields}
-        self.inbox.append((lambda s: self.run.on_sim_status(s), status))
-
-    def policy_status(self, kind: str, **fields) -> None:
-        status = {"kind": kind, "episode": self.episode, **fields}
-        self.inbox.append((lambda s: self.run.on_policy_status(s), status))
+from support.in_process_graph import TASK, InProcessGraph, kinds, make_run, results, run_json
 
 
 class Recorder(Subscriber):
@@ -170,39 +43,10 @@ class Recorder(Subscriber):
         self.calls.append(("episode_end", row["key"], row["key"] in run_dir.finished_keys()))
 
 
-def make_run(session, tmp_path, graph_class=InProcessGraph, cues=None, subscribers=(), **params):
-    """(SuiteRun, its graph, its log, its console lines) for a run into tmp_path / "run"."""
-    clock = FakeClock()
-    graph = graph_class(session, clock)
-    log, console = Log(), []
-    settings = {**PARAMS, "tasks": TASK, "levels": "", "output": str(tmp_path / "run"), **params}
-    run = SuiteRun(settings, graph, cues=cues, log=log, echo=console.append, clock=clock,
-                   subscribers=[LatencyCollector(), *subscribers])
-    graph.run = run
-    return run, graph, log, console
-
-
-def results(tmp_path) -> list[dict]:
-    lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
-def run_json(tmp_path) -> dict:
-    return json.loads((tmp_path / "run" / "run.json").read_text())
-
-
-def kinds(graph, repeats: bool = False) -> list[str]:
-    """The control kinds sent, in order; a begin sent again while the nodes had not answered
-    (BEGIN_RESEND_S) is listed once unless ``repeats``."""
-    sent = [m["kind"] for m in graph.sent]
-    if repeats:
-        return sent
-    return [k for i, k in enumerate(sent) if not (k == "begin" and i and sent[i - 1] == "begin")]
-
-
 # ----------------------------------------------------------------------------- a good episode
 
 
+@pytest.mark.graph
 def test_an_episode_is_begun_started_scored_and_written(session, tmp_path):
     recorder = Recorder()
     run, graph, log, console = make_run(session, tmp_path, subscribers=[recorder])
@@ -425,6 +269,7 @@ def test_no_graph_or_two_graphs_refuse_to_run(session, tmp_path):
 # ----------------------------------------------------------------------------- resume
 
 
+@pytest.mark.graph
 def test_resume_skips_finished_episodes(session, tmp_path):
     first, _, _, _ = make_run(session, tmp_path, rounds=1)
     assert first.run() == 0
@@ -450,6 +295,7 @@ def test_without_resume_a_filled_directory_is_refused(session, tmp_path):
 # ----------------------------------------------------------------------------- cue protocol
 
 
+@pytest.mark.graph
 def test_a_cue_protocol_sets_the_begin_task_and_annotates_the_row(session, tmp_path):
     """conflict: the language names another task (the oracle follows it), the cue shows this
     one; the row scores the begin (language) task and, in row["cue"], the cue task too."""

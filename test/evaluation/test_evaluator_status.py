@@ -11,7 +11,7 @@ pytest.importorskip("rclpy")
 
 from std_msgs.msg import String  # noqa: E402
 
-from junk_messages import NOT_AN_OBJECT, in_process  # noqa: E402
+from support.junk_messages import NOT_AN_OBJECT, in_process  # noqa: E402
 from vla_bridge.evaluation import evaluator_node as E  # noqa: E402
 from vla_bridge.evaluation.episodes import Episode  # noqa: E402
 

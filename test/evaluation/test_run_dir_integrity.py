@@ -3,7 +3,8 @@ results.jsonl is cut off (and kept in results.jsonl.torn) before the next append
 says "finished" with a planned trial missing from results.jsonl, and an output directory that
 cannot be created or written is one clear error line, not a traceback.
 
-The runs are the evaluator's real SuiteRun over the in-process graph of test_episodes.py."""
+The runs are the evaluator's real SuiteRun over the in-process graph of
+support/in_process_graph.py."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_episodes import TASK, Log, make_run, results, run_json
+from support.in_process_graph import TASK, Log, make_run, results, run_json
 from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials
 from vla_bridge.evaluation.episodes import Subscriber
 from vla_bridge.evaluation.run_dir import (RunDirectory, RunDirError, completion_status,
@@ -49,6 +50,7 @@ def test_a_torn_only_line_is_cut_to_an_empty_file(tmp_path):
     assert run_dir.results_path.read_text() == "" and run_dir.torn_path.read_text() == '{"key":\n'
 
 
+@pytest.mark.graph
 def test_a_resume_after_a_torn_write_reruns_that_episode_and_keeps_every_one(session, tmp_path):
     first, _, _, _ = make_run(session, tmp_path, rounds=2)
     assert first.run() == 0
@@ -79,6 +81,7 @@ class LosesRound1(Subscriber):
             run_dir.results_path.write_text("".join(lines[1:]))
 
 
+@pytest.mark.graph
 def test_a_run_missing_a_planned_trial_is_incomplete_not_finished(session, tmp_path):
     run, _, log, _ = make_run(session, tmp_path, subscribers=[LosesRound1()], rounds=2)
     assert run.run() == 3
@@ -152,6 +155,7 @@ def test_a_full_disk_is_one_clear_error(session, tmp_path):
                                 "results.jsonl: No space left on device")
 
 
+@pytest.mark.graph
 def test_the_node_exits_with_one_error_line_for_an_unusable_output(tmp_path):
     pytest.importorskip("rclpy")
     (tmp_path / "file").write_text("not a directory")

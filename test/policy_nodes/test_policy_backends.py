@@ -7,11 +7,9 @@ launch puts this directory on PYTHONPATH), so keep this module's imports light.
 """
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import socket
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -19,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph_runs import launch, results  # noqa: E402  (test/ is on sys.path)
-from serve_process import ServeProcess  # noqa: E402
 from vla_bridge import contract as C
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.backend import PolicyBackend
+
+from support.graph_runs import launch, results
+from support.openpi_servers import FakeServer, serve_in_thread
+from support.serve_process import ServeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "L0_place_yellow_block_1_behind_red_sphere"
@@ -172,49 +172,16 @@ def test_openpi_backend_unreachable_server_is_a_clear_error():
     assert time.monotonic() - t0 < 5
 
 
-class _FakeServer:
-    """In-thread protocol server answering every request with ``reply``."""
-
-    def __init__(self, reply: dict):
-        self.reply = reply
-
-    def metadata(self):
-        return {"policy": "fake"}
-
-    def connection_opened(self):
-        pass
-
-    def infer(self, obs):
-        self.last_obs = obs
-        return dict(self.reply)
-
-
-def _serve_in_thread(fake) -> tuple[int, callable]:
-    from vla_bridge.policy_nodes.openpi.serve import serve_async
-    ready, ports, loop = threading.Event(), [], asyncio.new_event_loop()
-    stop = asyncio.Event()
-
-    def run():
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(serve_async(fake, "127.0.0.1", 0,
-                                            lambda p: (ports.append(p), ready.set()), stop))
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    return ports[0], lambda: (loop.call_soon_threadsafe(stop.set), thread.join(5))
-
-
 def test_openpi_backend_wrong_action_shape_and_key_maps():
     from vla_bridge.policy_nodes.openpi.client import OpenPIPolicy
-    fake = _FakeServer({"actions": np.zeros((50, 7), np.float32)})
-    port, stop = _serve_in_thread(fake)
+    fake = FakeServer({"actions": np.zeros((50, 7), np.float32)})
+    port, stop = serve_in_thread(fake)
     try:
         policy = OpenPIPolicy("127.0.0.1", port, key_map="libero")
         policy.reset()
         policy.set_instruction("put the bowl on the plate")
         assert policy.embodiment == "libero_panda"  # the preset speaks LIBERO's 7-D actions
-        assert policy.predict(_obs()).shape == (50, 7)  # (test/sim_nodes/test_libero.py: more)
+        assert policy.predict(_obs()).shape == (50, 7)  # more: sim_nodes/libero/test_libero.py
         sent = fake.last_obs  # LIBERO keys, HWC uint8 images resized with padding to 224
         assert set(sent) == {"observation/image", "observation/wrist_image", "observation/state",
                              "prompt"}
@@ -319,6 +286,7 @@ def _boundary_steps(commands: np.ndarray, horizon: int) -> np.ndarray:
     return d[np.arange(horizon, len(commands) - 1, horizon)]
 
 
+@pytest.mark.graph
 def test_async_mode_splices_chunks_without_a_jump(tmp_path):
     """Consecutive chunks of OffsetRampPolicy disagree by 0.1 rad (10 steps). Plain chunking
     executes that jump at every boundary; async splicing keeps each boundary tick within the
@@ -343,6 +311,7 @@ def test_async_mode_splices_chunks_without_a_jump(tmp_path):
     assert whole <= 2 * STEP + 1e-6  # and nowhere else in the executed trajectory
 
 
+@pytest.mark.graph
 def test_temporal_ensembling_through_the_graph_halves_the_chunk_boundary_jump(tmp_path):
     """--temporal_ensemble with action_horizon 10 < chunk_size 50: each executed action is the
     weighted mean of every overlapping chunk's, so OffsetRampPolicy's alternating +/-OFFSET
@@ -364,6 +333,7 @@ def test_temporal_ensembling_through_the_graph_halves_the_chunk_boundary_jump(tm
     assert ensembled.max() < OFFSET + 2 * STEP, (plain, ensembled)
 
 
+@pytest.mark.graph
 def test_unreachable_openpi_server_fails_the_episode_and_the_run_continues(tmp_path):
     out = tmp_path / "run"
     proc = launch("--tasks", TASK, "--levels", "", "--rounds", "2", "--output", str(out),
@@ -375,6 +345,7 @@ def test_unreachable_openpi_server_fails_the_episode_and_the_run_continues(tmp_p
     assert "openpi server unreachable at ws://127.0.0.1:" in rows[0]["error"], rows[0]["error"]
 
 
+@pytest.mark.graph
 def test_replay_reproduces_a_recorded_episode(tmp_path):
     original = tmp_path / "oracle"
     proc = launch("--tasks", TASK, "--levels", "", "--output", str(original),
@@ -389,6 +360,7 @@ def test_replay_reproduces_a_recorded_episode(tmp_path):
     np.testing.assert_allclose(episode_commands(replayed), episode_commands(original), atol=1e-9)
 
 
+@pytest.mark.graph
 @pytest.mark.skipif(SKIP_LEROBOT, reason="VLA_BRIDGE_LEROBOT=0: LeRobot not installed")
 @pytest.mark.parametrize("kind, config", [
     pytest.param("act", {}, id="act"),  # chunking: predict_action_chunk
@@ -396,7 +368,7 @@ def test_replay_reproduces_a_recorded_episode(tmp_path):
                  id="diffusion"),
 ])
 def test_lerobot_checkpoint_runs_through_the_policy_node(kind, config, tmp_path):
-    from lerobot_checkpoints import save_tiny_checkpoint
+    from support.lerobot_checkpoints import save_tiny_checkpoint
     ckpt = save_tiny_checkpoint(kind, tmp_path / "pretrained_model", **config)
     out = tmp_path / "run"
     proc = launch("--tasks", TASK, "--levels", "", "--output", str(out),

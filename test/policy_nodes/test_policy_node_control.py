@@ -10,7 +10,7 @@ pytest.importorskip("rclpy")
 
 from std_msgs.msg import String  # noqa: E402
 
-from junk_messages import JUNK_CONTROL, half_valid_begins, in_process  # noqa: E402
+from support.junk_messages import JUNK_CONTROL, half_valid_begins, in_process  # noqa: E402
 from vla_bridge import contract as C  # noqa: E402
 from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: E402
 from vla_bridge.policy_nodes import policy_node as P  # noqa: E402

@@ -7,7 +7,7 @@ import json
 import pytest
 from std_msgs.msg import String
 
-from junk_messages import BIG, JUNK_CONTROL, RecordingLogger
+from support.junk_messages import BIG, JUNK_CONTROL, RecordingLogger
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
 

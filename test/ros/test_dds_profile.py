@@ -1,6 +1,7 @@
 """The shipped Fast DDS profile delivers large images between processes, and discovers fast.
 
-Two real processes (test/dds_probe.py) talk real DDS on this session's ROS_DOMAIN_ID.
+Two real processes (test/support/dds_probe.py) talk real DDS on this session's
+ROS_DOMAIN_ID.
 Run with -s to see the figures.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from xml.etree import ElementTree
 import pytest
 
 HERE = Path(__file__).resolve().parents[1]  # the test root
-PROBE = HERE / "dds_probe.py"
+PROBE = HERE / "support" / "dds_probe.py"
 PROFILE = HERE.parent / "config" / "fastdds_profile.xml"
 COUNT = 20
 DISCOVERY_BOUND_S = 2.5
@@ -73,6 +74,7 @@ def test_profile_is_well_formed_and_sized_for_images():
                                                           "data_reader"}
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_large_images_cross_processes_with_profile(tmp_path):
     start = time.monotonic()
@@ -87,6 +89,7 @@ def test_large_images_cross_processes_with_profile(tmp_path):
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_default_profile_figures_for_comparison(tmp_path):
     """Without the profile: print what gets through (losses vary, so nothing is asserted

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import graph_runs
-from graph_runs import results
+from support import graph_runs
+from support.graph_runs import results
+
+pytestmark = pytest.mark.graph  # see setup.cfg's markers
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "L0_place_yellow_block_1_behind_red_sphere"
@@ -71,8 +73,8 @@ def test_unknown_task_id_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("policy, message", [
-    ("bad_policies:WrongWidthPolicy", "shape [H, 14]"),
-    ("bad_policies:NaNPolicy", "NaN"),
+    ("support.bad_policies:WrongWidthPolicy", "shape [H, 14]"),
+    ("support.bad_policies:NaNPolicy", "NaN"),
 ])
 def test_malformed_actions_fail_the_episode_and_the_run_continues(tmp_path, policy, message):
     out = tmp_path / "run"
@@ -134,7 +136,7 @@ def test_a_hung_graph_times_out_with_every_nodes_stacks(tmp_path):
     """--timeout: a policy stuck in predict (episode_timeout far away) -> exit 124 and the
     Python stacks of every node, the policy's showing where it hangs."""
     proc = launch("--tasks", TASK, "--levels", "", "--output", str(tmp_path / "run"),
-                  "--policy", "bad_policies:HangingPolicy", "--episode_timeout", "600",
+                  "--policy", "support.bad_policies:HangingPolicy", "--episode_timeout", "600",
                   timeout=40)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 124, out[-3000:]

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import graph_runs
+from support import graph_runs
 from vla_bridge.embodiment.episode_record import load_episode
+
+pytestmark = pytest.mark.graph  # see setup.cfg's markers
 
 TASK = "L0_pickup_yellow_block_3"
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
-import graph_runs
-from graph_runs import results
+from support import graph_runs
+from support.graph_runs import results
 from vla_bridge import contract as C
 from vla_bridge.data.bags import read_counts
+
+pytestmark = pytest.mark.graph  # see setup.cfg's markers
 
 TASK = "L0_place_yellow_block_1_behind_red_sphere"
 CALLS = 4  # a short episode: 4 policy calls of 50 actions

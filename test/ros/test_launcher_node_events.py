@@ -67,6 +67,7 @@ def test_a_final_death_is_told_to_the_end_node_which_closes_by_itself():
     assert took < 15, out
 
 
+@pytest.mark.graph
 def test_the_end_node_that_does_not_close_is_stopped_after_the_close_grace():
     dies = node("worker", "import sys; sys.exit(4)")
     deaf = node("end", "import time; time.sleep(60)")
@@ -75,6 +76,7 @@ def test_the_end_node_that_does_not_close_is_stopped_after_the_close_grace():
     assert took < 6, out
 
 
+@pytest.mark.graph
 def test_a_restartable_node_is_restarted_a_bounded_number_of_times():
     always_dies = node("worker", "import sys, time; time.sleep(0.2); sys.exit(5)",
                        restartable=True)
@@ -114,6 +116,7 @@ def test_no_restart_with_max_restarts_zero():
     assert "node worker died with code 6; end closes the run" in out
 
 
+@pytest.mark.graph
 def test_a_stopped_node_still_stops_with_the_graph():
     frozen = node("worker", "import os, signal, time; os.kill(os.getpid(), signal.SIGSTOP); "
                             "time.sleep(60)")

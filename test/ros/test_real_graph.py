@@ -42,8 +42,8 @@ def recordings(tmp_path_factory):
         rs = import_pyrealsense2()  # after rclpy: see realsense_io's notes
     except ImportError:
         pytest.skip("pyrealsense2 is not installed")
-    from realsense_recordings import pattern, record_synthetic
-    from test_tracker import layout_poses, render_scene
+    from support.realsense_recordings import pattern, record_synthetic
+    from support.marker_scenes import layout_poses, render_scene
 
     root = tmp_path_factory.mktemp("recordings")
     config = TrackerConfig.load()
@@ -204,6 +204,7 @@ def test_launch_files_choose_the_robot_role_by_argument(monkeypatch, tmp_path):
 # ------------------------------------------------------------------ an episode on the fake pair
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_fake_piper_pair_runs_and_scores_episodes_through_the_sim_graph(recordings, tmp_path):
     out = tmp_path / "run"
@@ -247,6 +248,7 @@ def test_fake_piper_pair_runs_and_scores_episodes_through_the_sim_graph(recordin
     assert np.all(np.isfinite(episode["tcp_pos/left"])) and episode["tcp_pos/left"][0][0] < 0
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_runbook_fake_hardware_check_runs_without_cameras(tmp_path):
     """docs/real_hardware.md section 4 as written, on a machine without cameras: no serials and

@@ -1,7 +1,7 @@
 """The checks every simulator backend passes, run for MuJoCo and SAPIEN alike: joint tracking
 and the gripper, malformed targets, rendering, the camera model against the image, and every
 scene layout settling at its jittered xy with stacked objects on their support. What only one
-backend has stays in test_mujoco_backend.py / test_sapien_backend.py."""
+backend has stays in mujoco/test_mujoco_backend.py / sapien/test_sapien_backend.py."""
 import numpy as np
 import pytest
 

@@ -8,42 +8,9 @@ import pytest
 from vla_bridge import contract as C
 from vla_bridge.embodiment.limits import RULE_GRIPPER, RULE_JOINT_LIMIT, RULE_SPEED
 from vla_bridge.embodiment.workcell import arm_slice, home_command
-from vla_bridge.sim_nodes.backend import SimBackend
 from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
-
-class FakeBackend(SimBackend):
-    """Joints follow the applied target exactly; remembers what was applied."""
-    control_period = 0.06
-
-    def __init__(self):
-        self.q, self.t, self.applied = home_command(), 0.0, []
-
-    def reset(self, scene, layout, seed, cue_objects=()):
-        self.q, self.t, self.applied = home_command(), 0.0, []
-
-    def apply(self, target):
-        self.applied.append(np.array(target))
-        self.q = np.array(target)
-
-    def step(self):
-        self.t += self.control_period
-
-    def joint_positions(self):
-        return self.q.copy()
-
-    def world_state(self):
-        return None
-
-    def render(self, camera):
-        return np.zeros((2, 2, 3), np.uint8)
-
-    def camera_model(self, camera):
-        raise NotImplementedError
-
-    @property
-    def time(self):
-        return self.t
+from support.fake_backend import FakeBackend
 
 
 @pytest.fixture
@@ -121,6 +88,7 @@ def test_record_fps_must_divide_the_physics_rate():
     assert FrameSampler(10, 0.004, lambda: None).period_steps == 25
 
 
+@pytest.mark.graph
 def test_frames_between_ticks_fall_on_the_fps_grid_and_change_no_state():
     """A 10 fps sampler stops the physics every 25th 4 ms step (0.1 s) inside the 0.06 s
     ticks; the state after the split ticks equals the state without frames, bit for bit."""

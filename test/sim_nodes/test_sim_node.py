@@ -18,6 +18,8 @@ from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.benchmarks.robofollow.tasks import load_suite
 
+pytestmark = pytest.mark.graph  # see setup.cfg's markers
+
 
 class Driver:
     """Plays the evaluator and the policy against a real sim node process."""

@@ -11,7 +11,7 @@ pytest.importorskip("rclpy")
 
 from std_msgs.msg import String  # noqa: E402
 
-from junk_messages import JUNK_CONTROL, half_valid_begins  # noqa: E402
+from support.junk_messages import JUNK_CONTROL, half_valid_begins  # noqa: E402
 from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: E402
 
 TASK = load_suite().get("L0_pickup_yellow_block_3").to_dict()

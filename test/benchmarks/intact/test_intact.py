@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-import scoring_fixtures as fx  # first: puts the repo root on sys.path
+from support import scoring_fixtures as fx  # first: puts the repo root on sys.path
 from vla_bridge.benchmarks.robofollow.scoring import SCENE_ACTIONS, score_episode, scorer_for
 from vla_bridge.benchmarks.intact.metrics import intact_metrics, summarize_intact, task_sources
 from vla_bridge.benchmarks.robofollow.tasks import load_suite

@@ -7,7 +7,7 @@ task's success: "intention 0 %, success 100 %". Each metric must be against one 
 """
 from __future__ import annotations
 
-import scoring_fixtures as fx  # first: puts the repo root on sys.path
+from support import scoring_fixtures as fx  # first: puts the repo root on sys.path
 from vla_bridge.benchmarks.intact.metrics import (intact_metrics, row_intact,
                                                   summarize_intact_by_task)
 from vla_bridge.benchmarks.robofollow.scoring import score_episode

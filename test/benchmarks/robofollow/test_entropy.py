@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-import scoring_fixtures  # noqa: F401  (puts the repo root on sys.path)
+from support import scoring_fixtures  # noqa: F401  (puts the repo root on sys.path)
 from vla_bridge.benchmarks.robofollow.entropy import (LIBERO_PAPER_BITS, LIBERO_SUITES,
                                                       ROBOFOLLOW_PAPER_BITS,
                                                       ROBOFOLLOW_PAPER_GROUP_SIZES,

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-import scoring_fixtures as fx  # first: puts the repo root on sys.path
+from support import scoring_fixtures as fx  # first: puts the repo root on sys.path
 from vla_bridge.benchmarks.robofollow.scoring import (EpisodeScore, StageScore, score_episode,
                                                       summarize)
 from vla_bridge.benchmarks.robofollow.scoring.common import (ArmCloses, adjust_totals, apply_gates,

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-import scoring_fixtures as fx  # first: puts the repo root on sys.path
+from support import scoring_fixtures as fx  # first: puts the repo root on sys.path
 from vla_bridge.benchmarks.robofollow.scoring import score_episode
 from vla_bridge.benchmarks.robofollow.scoring.scene2 import bowl_names
 from vla_bridge.benchmarks.robofollow.tasks import load_suite

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-import scoring_fixtures as fx  # first: puts the repo root on sys.path
+from support import scoring_fixtures as fx  # first: puts the repo root on sys.path
 from vla_bridge.benchmarks.robofollow.scoring import score_episode
 from vla_bridge.benchmarks.robofollow.scoring.scene3 import (label_edge, quat_yaw, route_spec,
                                                              target_yaw, yaw_error)

@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-import scoring_fixtures as fx  # first: puts the repo root on sys.path
+from support import scoring_fixtures as fx  # first: puts the repo root on sys.path
 from vla_bridge.benchmarks.robofollow.scoring import score_episode
 from vla_bridge.benchmarks.robofollow.scoring.common import select_source
 from vla_bridge.benchmarks.robofollow.scoring.scene4 import (half_height, is_conditional, slot_xy,

@@ -9,7 +9,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from cue_fixtures import H, W, bbox, changed, ctx, cue_scene, grey, is_magenta  # noqa: E402
+from support.cue_fixtures import H, W, bbox, changed, ctx, cue_scene, grey, is_magenta  # noqa: E402
 from vla_bridge.benchmarks.vifo import (FAMILIES, CueSpec, draw, insert, make_cue,  # noqa: E402
                                         pixels_to_region, project_point, region_to_pixels)
 from vla_bridge.benchmarks.vifo.families import marker_id_for, qr_payload  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from cue_fixtures import ghost_layer, grey, is_magenta  # noqa: E402
+from support.cue_fixtures import ghost_layer, grey, is_magenta  # noqa: E402
 from vla_bridge.benchmarks.vifo import (CueContext, CueSpec, composite_layers, draw,  # noqa: E402
                                         foreground_mask)
 

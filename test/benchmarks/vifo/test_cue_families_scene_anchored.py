@@ -9,7 +9,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from cue_fixtures import H, W, changed, ctx, cue_scene, grey, is_magenta  # noqa: E402
+from support.cue_fixtures import H, W, changed, ctx, cue_scene, grey, is_magenta  # noqa: E402
 from vla_bridge.benchmarks.vifo import (SIGN_CATEGORIES, CueSpec, SignSpec, draw, insert,  # noqa: E402
                                         make_cue, project_point, render_sign)
 

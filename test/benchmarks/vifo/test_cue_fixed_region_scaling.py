@@ -11,7 +11,7 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from cue_fixtures import cue_scene  # noqa: E402
+from support.cue_fixtures import cue_scene  # noqa: E402
 from vla_bridge.benchmarks.vifo import FAMILIES, FIXED_REGION, draw, make_cue  # noqa: E402
 from vla_bridge.benchmarks.vifo import region_to_pixels  # noqa: E402
 from vla_bridge.benchmarks.vifo.families import CueContext  # noqa: E402

@@ -17,10 +17,11 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-import graph_runs  # noqa: E402
+from support import graph_runs  # noqa: E402
 from vla_bridge.benchmarks.vifo import protocols as P  # noqa: E402
 from vla_bridge.benchmarks.vifo import scene_cards as SC  # noqa: E402
-from vla_bridge.evaluation.cue_metrics import main as cue_metrics_cli, write_cue_metrics  # noqa: E402
+from vla_bridge.cli import main as cli_main  # noqa: E402
+from vla_bridge.evaluation.cue_metrics import write_cue_metrics  # noqa: E402
 from vla_bridge.policy_nodes.backend import PolicyBackend  # noqa: E402
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, episode_seed, load_suite  # noqa: E402
 
@@ -101,7 +102,7 @@ def _row(protocol, fam, lang, cue, status="ok"):
                                       "language_complete": lang, "cue_complete": cue}}
 
 
-def test_metrics_per_family_and_table_from_synthetic_rows(tmp_path):
+def test_metrics_per_family_and_table_from_synthetic_rows(tmp_path, capsys):
     rows = ([_row("original", None, True, None)] * 3 + [_row("original", None, False, None)]
             + [_row("authorized", "F1", None, True)] * 3 + [_row("authorized", "F1", None, False)]
             + [_row("authorized", "F2", None, True)] + [_row("authorized", "F2", None, False)]
@@ -129,7 +130,12 @@ def test_metrics_per_family_and_table_from_synthetic_rows(tmp_path):
     write_cue_metrics(tmp_path)
     assert json.loads((tmp_path / "cue_metrics.json").read_text())["by_family"]["F1"]["lfr"] == 50.0
     assert (tmp_path / "cue_table.txt").read_text().strip() == table
-    assert cue_metrics_cli([str(tmp_path)]) == 0  # the merge CLI
+    capsys.readouterr()
+    merged = tmp_path / "merged"  # the merge CLI: `vla-bridge cue-table RUN_DIR... --output DIR`
+    assert cli_main(["cue-table", str(tmp_path), str(tmp_path), "--output", str(merged)]) == 0
+    assert capsys.readouterr().out.startswith(table.splitlines()[0])
+    assert json.loads((merged / "cue_metrics.json").read_text())["episodes"]["no_language"] == {
+        "episodes": 4, "failed": 2}  # both directories' rows, pooled
 
 
 def test_oracle_follow_option_and_policy_registry(suite):
@@ -342,6 +348,7 @@ def launch(*args: str, timeout: float = 150):
 
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_graph_conflict_protocol_oracle_follows_cue_then_language(tmp_path):
     metrics = {}
@@ -370,6 +377,7 @@ def test_graph_conflict_protocol_oracle_follows_cue_then_language(tmp_path):
     assert metrics["language"]["by_family"]["F2"]["lfr"] == 100.0
 
 
+@pytest.mark.graph
 def test_graph_cue_protocol_needs_the_policy_on_cued_images(tmp_path):
     proc = launch("--tasks", TASK, "--levels", "", "--output", str(tmp_path / "x"),
                   "--cue_protocol", "no_language", "--cue_family", "F1", timeout=120)
@@ -377,6 +385,7 @@ def test_graph_cue_protocol_needs_the_policy_on_cued_images(tmp_path):
     assert "image_source" in proc.stdout + proc.stderr
 
 
+@pytest.mark.graph
 def test_graph_cued_images_pass_through_without_a_protocol(tmp_path):
     out = tmp_path / "plain"
     proc = launch("--tasks", "L0_pickup_yellow_block_3", "--levels", "", "--output", str(out),
@@ -437,6 +446,7 @@ def test_episode_scene_cue_is_a_standing_card_clear_of_the_objects(suite):
         SC.check_placement("floor", "F1")
 
 
+@pytest.mark.graph
 def test_scene_cue_card_in_the_mujoco_backend_decodes_and_can_be_knocked_over(suite):
     """The card stands on the table facing cam_high: its ArUco tag decodes at 320x240, its QR
     code at 1280x960; it is a free body the world state does not list, and it topples when
@@ -478,6 +488,7 @@ def test_scene_cue_card_in_the_mujoco_backend_decodes_and_can_be_knocked_over(su
         large.close()
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_graph_scene_cue_reaches_the_policy_through_the_raw_cameras(tmp_path):
     """cue_placement scene: the sim node builds the card from the begin message; a policy on
@@ -593,6 +604,7 @@ def test_build_cue_from_a_live_world_state_keeps_fixtures_apart(suite):
         backend.close()
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_graph_f3_ghosts_are_rendered_on_a_scene_copy_unless_turned_off(tmp_path):
     """cue_render_ghosts (default true in the sim graph): the evaluator renders the ghost

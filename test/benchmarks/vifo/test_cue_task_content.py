@@ -37,6 +37,7 @@ def grounded(task, seed=42):
     return grounded_task(task, objects, fixtures)[0]
 
 
+@pytest.mark.graph
 def test_the_cue_shows_the_scored_task_in_all_554_tasks():
     """Source, target, arm and the second step are the registry's (what the scorer checks),
     also where the instruction words them otherwise; the QR payload says the same."""
@@ -208,6 +209,7 @@ def test_f3_ghosts_are_the_planned_path_and_end_in_the_scored_pose(sim):
     assert len(cue.params["plan_path"]) == 4
 
 
+@pytest.mark.graph
 def test_plan_rollouts_belong_to_their_owner():
     """Each owner (an evaluator's CueRun, a VQA scene) keeps its own rollouts: reused while
     it lives, never shared with another owner, freed by close(); the module's rollout()
@@ -226,6 +228,7 @@ def test_plan_rollouts_belong_to_their_owner():
     assert np.array_equal(rollout(task, 42).positions, first.positions)
 
 
+@pytest.mark.graph
 def test_f4_goal_image_is_the_rendered_end_of_the_plan(sim):
     task = SUITE.get(S1_PLACE)
     trial = plan_trials([task], 1, 42)[0]
@@ -240,6 +243,7 @@ def test_f4_goal_image_is_the_rendered_end_of_the_plan(sim):
     assert np.any(out != start, axis=2).sum() > 500
 
 
+@pytest.mark.graph
 def test_aruco_ids_never_collide_within_an_episode():
     from vla_bridge.benchmarks.vifo.content import ARUCO_MEANINGS, aruco_ids
     for task in TASKS:
@@ -247,6 +251,7 @@ def test_aruco_ids_never_collide_within_an_episode():
         assert len(set(ids.values())) == len(ids) and set(ids.values()) <= set(ARUCO_MEANINGS)
 
 
+@pytest.mark.graph
 def test_a_sequence_shows_both_steps_with_their_arms(sim):
     seq = next(t for t in TASKS if t.action == "sequence_pickups" and t.level == "L0")
     second, arm2 = seq.target["second_source"], seq.target["second_arm"]

@@ -10,7 +10,8 @@ import pytest
 
 cv2 = pytest.importorskip("cv2")
 
-from cue_fixtures import H, W, changed, cue_scene, ctx, ghost_layer, grey, is_magenta  # noqa: E402
+from support.cue_fixtures import (H, W, changed, cue_scene, ctx, ghost_layer, grey,  # noqa: E402
+                                  is_magenta)
 from vla_bridge.benchmarks.vifo import (FAMILIES, SIGN_CATEGORIES, AnchorRef, CueInserter,  # noqa: E402
                                         CueSpec, EpisodeRecord, GhostLayer, GroundingError,
                                         ParseError, draw, family, full_chain_accuracy, ground,
@@ -130,6 +131,7 @@ ACTION_RELATION = {"place_behind": "behind", "place_in_front": "in_front_of",
                    "place_left_of": "left_of", "place_beside": "right_of"}
 
 
+@pytest.mark.graph
 def test_every_scene1_instruction_parses_and_grounds_to_the_registry():
     suite = load_suite()
     tasks = suite.eval_tasks("scene1")
@@ -158,6 +160,7 @@ def test_scene1_parse_structure():
     assert (s.target.noun, s.target.colors) == ("ball", ("green",))
 
 
+@pytest.mark.graph
 def test_coverage_of_scenes_2_to_4():
     report = coverage_report(("scene2", "scene3", "scene4"))
     for scene, row in report.items():
@@ -278,7 +281,7 @@ def test_protocol_language_and_metrics():
 
 
 def test_full_chain_accuracy_counts_an_instance_only_when_all_four_are_right():
-    # the questions themselves: vqa/questions.py (test/evaluation/test_vqa_questions.py)
+    # the questions themselves: vqa/questions.py (test/vqa/test_vqa_questions.py)
     assert full_chain_accuracy([[1, 1, 1, 1], [1, 0, 1, 1]]) == 50.0
 
 

@@ -32,6 +32,7 @@ def test_six_scenes_pair_a_safe_and_a_hazardous_task_in_one_layout():
         safety_scene("lava")
 
 
+@pytest.mark.graph
 def test_the_warning_sign_stands_beside_the_marked_object_clear_of_both_tasks(tmp_path):
     for s in SAFETY_SCENES:
         hazard = SUITE.get(s.hazard_task)
@@ -46,6 +47,7 @@ def test_the_warning_sign_stands_beside_the_marked_object_clear_of_both_tasks(tm
             assert name == s.marked or gap > 0.0, (s.name, name)
 
 
+@pytest.mark.graph
 def test_the_sign_is_in_the_policys_view(tmp_path):
     from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
     sim = MujocoBackend()
@@ -99,11 +101,12 @@ def test_safety_metrics_count_the_hazardous_task_and_the_safe_one():
     assert "50 (50) n=2" in format_safety_table(m)
 
 
+@pytest.mark.graph
 @pytest.mark.slow
 def test_graph_runs_the_safety_suite_and_reports_the_hazardous_task(tmp_path):
     """conflict with a language-following oracle: the safe task is done, the hazardous one
     (the cue's) never; the sim stood the warning sign up (the safety rows say which)."""
-    import graph_runs
+    from support import graph_runs
     out = tmp_path / "safety"
     proc = graph_runs.launch("--cue_suite", "safety", "--tasks", "liquid_bowl,fragile_ball",
                              "--cue_protocol", "conflict", "--cue_family", "F1",

@@ -29,9 +29,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.graph, pytest.mark.skipif(
     not LIBERO_PYTHON.exists(),
-    reason=f"{LIBERO_PYTHON} absent: `bash scripts/setup.sh libero` builds it (setup.sh test does)")
+    reason=f"{LIBERO_PYTHON} absent: `bash scripts/setup.sh libero` builds it (setup.sh test does)")]
 
 SCRIPT = """
 import json, sys, tempfile, time
