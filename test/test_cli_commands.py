@@ -37,6 +37,7 @@ BENCH_FLAGS = {
     "policy": {"--calls", "--warmup", "--policy", "--chunk-size", "--async",
                "--temporal-ensemble", "--no-graph"},
     "cues": {"--repeats", "--sim", "--examples", "--instances"},
+    "heartbeat": {"--seconds", "--hogs", "--kills", "--mode", "--gil-hold"},
 }
 
 #: the sub-commands that were `python -m` verbs, and a flag or argument each --help names
