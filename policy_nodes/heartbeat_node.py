@@ -165,8 +165,12 @@ def child_main(argv=None) -> int:
     node = rclpy.create_node(f"{a.name.strip('/').replace('/', '_')}_heartbeat_{a.parent}")
     try:
         pub = node.create_publisher(Header, a.topic, messages.qos_profile(C.QOS_LATEST))
-        sys.stdout.buffer.write(READY)
-        sys.stdout.buffer.flush()
+        try:
+            sys.stdout.buffer.write(READY)
+            sys.stdout.buffer.flush()
+        except (BrokenPipeError, OSError):  # the parent stopped waiting, or is gone: nothing
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # to beat for, and
+            return 0  # no second broken-pipe complaint when Python flushes stdout at exit
         # beats on an absolute schedule: a late beat does not push the later ones back
         next_beat = time.monotonic()
         while True:
