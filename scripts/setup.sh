@@ -309,7 +309,7 @@ case "$command" in
         ;;
     test)
         setup
-        setup_libero  # CI runs the LIBERO tests too (test/sim_nodes/test_libero*.py)
+        setup_libero  # CI runs the LIBERO tests too (test/sim_nodes/libero/, test/benchmarks/libero/)
         log "pytest (MUJOCO_GL=$MUJOCO_GL, ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
         cd "$REPO"
         [ $# -gt 0 ] && exec "$VENV/bin/python" -m pytest "$@"
