@@ -5,10 +5,11 @@ question, the skipped variants listed, a rerun resumed."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from support.libero_venv import needs_libero_venv
 
 from vla_bridge.benchmarks.libero import vifo
 from vla_bridge.benchmarks.libero.protocol import STANDARD_SUITES, load_catalog
@@ -19,10 +20,6 @@ from vla_bridge.vqa.libero import (LOOKS, plan_libero_instances, region_name,
                                               run_libero_vqa)
 from vla_bridge.vqa.questions import HOLD, vqa_questions
 
-REPO = Path(__file__).resolve().parents[2]
-LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
-needs_libero_venv = pytest.mark.skipif(not LIBERO_PYTHON.exists(),
-                                       reason="no .venv-libero (bash scripts/setup.sh libero)")
 CATALOG = load_catalog()
 
 

@@ -13,7 +13,6 @@ import math
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,22 +21,10 @@ import pytest
 
 from vla_bridge import contract as C
 from vla_bridge.embodiment.world import Observation
+from support.libero_venv import needs_libero_venv, run_in_libero_venv
 from vla_bridge.benchmarks.libero import protocol as P
 
 REPO = Path(__file__).resolve().parents[3]
-LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
-needs_libero_venv = pytest.mark.skipif(
-    not LIBERO_PYTHON.exists(),
-    reason=f"{LIBERO_PYTHON} absent: `bash scripts/setup.sh libero` builds it (setup.sh test does)")
-
-
-def run_in_libero_venv(code: str, timeout: float = 300) -> dict:
-    """Run `code` with the LIBERO venv's Python; its last stdout line is JSON."""
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    proc = subprocess.run([str(LIBERO_PYTHON), "-c", textwrap.dedent(code)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------ the contract

@@ -20,18 +20,12 @@ it is absent.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import textwrap
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
-pytestmark = [pytest.mark.graph, pytest.mark.skipif(
-    not LIBERO_PYTHON.exists(),
-    reason=f"{LIBERO_PYTHON} absent: `bash scripts/setup.sh libero` builds it (setup.sh test does)")]
+from support.libero_venv import needs_libero_venv, run_in_libero_venv
+
+pytestmark = [pytest.mark.graph, needs_libero_venv]
 
 SCRIPT = """
 import json, sys, tempfile, time
@@ -125,11 +119,7 @@ print(json.dumps(out))
 
 
 def test_libero_episodes_have_openpis_scene_whatever_ran_before():
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    proc = subprocess.run([str(LIBERO_PYTHON), "-c", textwrap.dedent(SCRIPT)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_in_libero_venv(SCRIPT, timeout=900)
     print(json.dumps(out, indent=1))  # the figures (pytest -s shows them)
     goal, spatial = out["openpi"]["libero_goal"], out["openpi"]["libero_spatial"]
     assert goal["moved_mm"] > 5  # openpi's furniture at init 3 is not init 0's: a real check

@@ -7,19 +7,12 @@ Runs with .venv-libero's interpreter (LIBERO needs mujoco 3.3.7); skips when it 
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import textwrap
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
-pytestmark = [pytest.mark.graph, pytest.mark.skipif(
-    not LIBERO_PYTHON.exists(),
-    reason=f"{LIBERO_PYTHON} absent: `bash scripts/setup.sh libero` builds it (setup.sh test does)")]
+from support.libero_venv import needs_libero_venv, run_in_libero_venv
+
+pytestmark = [pytest.mark.graph, needs_libero_venv]
 
 SCRIPT = """
 import json
@@ -57,11 +50,7 @@ print(json.dumps({"before": before, "after": after, "refusals": refusals,
 
 
 def test_a_refused_reset_mid_episode_leaves_the_libero_episode_as_it_was():
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    proc = subprocess.run([str(LIBERO_PYTHON), "-c", textwrap.dedent(SCRIPT)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_in_libero_venv(SCRIPT, timeout=600)
     for attempt, result in out["refusals"].items():
         assert result != "accepted", attempt
     assert "2**32" in out["refusals"]["libero_goal 3:0 4294967296"]
@@ -94,11 +83,7 @@ print(json.dumps({"line": summarize_events(events), "n": len(events),
 def test_libero_logs_the_actions_it_clips():
     """LIBERO clipped 1e6 to 1 silently (issue #29, point 13); the session now reports each
     clipped value, and the node logs one line per chunk as the MuJoCo sim node does."""
-    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-    proc = subprocess.run([str(LIBERO_PYTHON), "-c", textwrap.dedent(CLAMP_SCRIPT)], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_in_libero_venv(CLAMP_SCRIPT, timeout=600)
     assert out["n"] == 2 and out["again"] == 0
     assert "action_range x2" in out["line"]
     assert "1e+06 -> 1" in out["line"] and "-3 -> 0" in out["line"]
