@@ -92,8 +92,10 @@ class Benchmark:
         """latency.json's content ({}: none is written)."""
         return {}
 
-    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict) -> list[str]:
-        """Write the benchmark's files into the run directory; the lines to print."""
+    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict,
+               latency: dict) -> list[str]:
+        """Write the benchmark's files into the run directory; the lines to print
+        (``summary`` and ``latency``: what ``summarize`` and ``latency`` gave)."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -570,10 +570,11 @@ class SuiteRun:
             self.log.error(f"run {status}")
         rows = counted(rows)  # an infrastructure failure not counted is no result
         summary = self.benchmark.summarize(rows)
-        run_dir.finish(status, summary, self.benchmark.latency(rows) or None)
+        latency = self.benchmark.latency(rows)
+        run_dir.finish(status, summary, latency or None)
         if self.embodiment is not None:
             run_dir.update_info(embodiment=self.embodiment.name)
-        for line in self.benchmark.report(run_dir, rows, summary):
+        for line in self.benchmark.report(run_dir, rows, summary, latency):
             self.echo(line)
         self.echo(f"results: {run_dir.path}")
         return 0 if status == "finished" else 3

@@ -158,7 +158,8 @@ class LiberoRun(Benchmark):
     def summarize(self, rows: list[dict]) -> dict:
         return summarize(self.planned(rows))
 
-    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict) -> list[str]:
+    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict,
+               latency: dict) -> list[str]:
         rows = self.planned(rows)
         cue_table = None
         if any((r.get("cue") or {}).get("protocol") for r in rows):

@@ -138,9 +138,9 @@ class RoboFollowRun(Benchmark):
     def latency(self, rows: list[dict]) -> dict:
         return latency_summary(rows)
 
-    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict) -> list[str]:
+    def report(self, run_dir: RunDirectory, rows: list[dict], summary: dict,
+               latency: dict) -> list[str]:
         lines = [format_table(summary)]
-        latency = latency_summary(rows)
         if latency:
             lines.append(format_latency(latency))
         table = self.cues.finish(run_dir.path, rows)
