@@ -10,28 +10,16 @@ from types import SimpleNamespace
 
 import pytest
 
+from support.libero_engine import Log, libero_settings
 from vla_bridge.benchmarks.libero import protocol as P
-from vla_bridge.evaluation.episodes import PARAMS, SuiteRun
-from vla_bridge.evaluation.libero_run import PARAMS as LIBERO_PARAMS
+from vla_bridge.evaluation.episodes import SuiteRun
 from vla_bridge.evaluation.libero_run import LiberoRun
 from vla_bridge.evaluation.run_dir import RunDirectory
 from vla_bridge.sim_nodes.libero.backend import SETTLE_STEPS, STEP_BUDGET
 
 
-class Log:
-    def __init__(self):
-        self.lines = []
-
-    def info(self, line):
-        self.lines.append(line)
-
-    error = warning = info
-
-
 def settings(tmp_path, **params):
-    return {**PARAMS, **LIBERO_PARAMS, "benchmark": "libero", "policy": "libero_oracle",
-            "suites": "libero_goal", "tasks": "3", "inits": "0-4",
-            "output": str(tmp_path / "run"), "resume": True, **params}
+    return libero_settings(tmp_path, **{"tasks": "3", "inits": "0-4", "resume": True, **params})
 
 
 def test_every_initial_state_of_a_task_gets_the_tasks_seed():
