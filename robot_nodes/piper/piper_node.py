@@ -3,6 +3,11 @@
 Publishes (contract names and units, `rate_hz`):
   joint_states   measured joints (rad) and gripper opening (1 = open, 0 = closed)
   joint_commands the safe target being executed
+  episode status, frames  the real graph's episode protocol, which this node owns
+                 (`robot_nodes.piper.episode`): ready / chunk_done / done with `ticks` =
+                 frames - 1 / error, and one scoring frame per joint_commands message from the
+                 ready to the done. The status publisher appears once the tracker node's
+                 status has been heard (the evaluator starts on seeing it).
 Subscribes:
   action_chunk   JointTrajectory of absolute targets; played back by linear interpolation
                  over each point's time_from_start at `command_rate_hz`, every command
@@ -16,10 +21,13 @@ Subscribes:
                  end; the cut chunk reports "chunk_done", so a policy that was only late goes
                  on). The heartbeat comes from a child process of the policy node and means
                  "the policy process lives"; docs/real_hardware.md says how to schedule both.
-  episode control  begin -> "ready", end -> stop the chunk; each accepted chunk is a policy
+  episode control  begin -> "ready" once the tracker is ready too (or "error" after
+                 `ready_wait_s`), end -> stop the chunk; each accepted chunk is a policy
                  call, each finished one -> "chunk_done" (and "done" once the begin message's
                  max_policy_calls are spent). The real arm runs on the wall clock: chunks are
                  not matched to observation stamps, a new chunk replaces the playing one.
+  tracker status, world_state  the tracker node's readiness (latched: calibrated, the
+                 objects tracked) and the tracked objects' poses, for the frames.
 Services (std_srvs/Trigger):
   ~/emergency_stop  latches every arm's safety filter and sends the SDK emergency stop
   ~/resume          SDK resume + enable + CAN joint mode, then releases the latch
@@ -41,6 +49,7 @@ CPU delays a send long after its tick started.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 import threading
 import time
 import uuid
@@ -51,38 +60,61 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Header, String
+from std_msgs.msg import Float64MultiArray, Header, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
+from vla_bridge.ros.node_config import declare, param
 from vla_bridge.robot_nodes.piper.fake_piper import FakePiper
 from vla_bridge.robot_nodes.piper.arm import GRIPPER_STROKE_MAX_M, PiperArm, PiperArmError
+from vla_bridge.robot_nodes.piper.episode import EpisodeProtocol
 from vla_bridge.robot_nodes.piper.safety import (EventLogLimiter, SafetyEvent, SafetyFilter,
                                            load_safety_params)
+from vla_bridge.robot_nodes.tracker.tracker import contract_vector
 from vla_bridge.embodiment.workcell import HOME_ARM_Q
 
-DEFAULTS = {
-    "arms": "left,right",
-    "left_can_port": "can_left",
-    "right_can_port": "can_right",
-    "can_interface": "socketcan",
-    "use_fake_hardware": False,
-    "rate_hz": 50.0,
-    "command_rate_hz": 100.0,
-    "safety_params_file": "",  # empty: the package's config/piper_safety.yaml
-    "speed_percent": 50,
-    "gripper_effort_nm": 1.0,
-    "connect_timeout_s": 2.0,
-    "enable_timeout_s": 5.0,
-    "feedback_timeout_s": 0.25,
-    # The emulator's feedback thread shares this process (and its GIL) with the node: on a
-    # loaded machine it can pause longer than a real arm's CAN stream ever does.
-    "fake_feedback_timeout_s": 1.0,
-    "default_chunk_period_s": 0.06,  # when a chunk's points carry no time_from_start
-    "disable_on_shutdown": True,
-}
+
+
+@dataclass(frozen=True)
+class PiperConfig:
+    """piper_node's parameters (config/robofollow_real.yaml's piper_node section)."""
+    arms: str = param("left,right", "arms driven: left,right | left | right (contract order)")
+    left_can_port: str = param("can_left", "CAN interface of the left arm (named with `ip link "
+                               "set canX name can_left`)")
+    right_can_port: str = param("can_right", "CAN interface of the right arm")
+    can_interface: str = param("socketcan", "python-can interface of the arms' CAN ports")
+    use_fake_hardware: bool = param(False, "drive the PiPER firmware emulator on virtual CAN "
+                                    "instead of the arms")
+    rate_hz: float = param(50.0, "joint_states / joint_commands rate (one scoring frame per "
+                           "joint_commands message in an episode)")
+    command_rate_hz: float = param(100.0, "rate of the commands sent to the arms (chunk "
+                                   "interpolation, safety filter)")
+    safety_params_file: str = param("", "safety limits file (empty: config/piper_safety.yaml)")
+    speed_percent: int = param(50, "piper_sdk motion speed, percent")
+    gripper_effort_nm: float = param(1.0, "gripper effort, N m")
+    connect_timeout_s: float = param(2.0, "wait this long for an arm's first CAN feedback")
+    enable_timeout_s: float = param(5.0, "wait this long for an arm's motors to enable")
+    feedback_timeout_s: float = param(0.25, "an arm silent this long latches the stop of "
+                                      "every arm")
+    fake_feedback_timeout_s: float = param(1.0, "feedback_timeout_s of the emulator, which "
+                                           "shares the node's process and pauses under load")
+    default_chunk_period_s: float = param(0.06, "seconds per chunk point when the points "
+                                          "carry no increasing time_from_start")
+    disable_on_shutdown: bool = param(True, "disable the arms' motors when the node stops")
+    frame_flush_period_s: float = param(0.25, "an episode's scoring frames go out in batches "
+                                        "this often (and with every status)")
+    require_task_objects: bool = param(True, "a trial whose task objects are not tracked "
+                                       "fails at begin")
+    stall_timeout_s: float = param(60.0, "an episode with no progress (ready, chunk done) for "
+                                   "this long fails")
+    ready_wait_s: float = param(5.0, "at begin, wait this long for the tracker (table "
+                                "calibrated, task objects seen) before the trial fails")
+
+
+EPISODE_POLL_S = 0.1  # the episode protocol's timer (ready retry, stall, frame batches)
 EVENT_LOG_PERIOD_S = 5.0  # repeats of a rule on an arm: one log line per 5 s, with a count
 
 
@@ -133,15 +165,14 @@ class ChunkPlayer:
 class PiperNode(Node):
     def __init__(self, **node_kwargs):
         super().__init__("piper_node", **node_kwargs)
-        p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
-        self.p = p
-        self.feedback_timeout_s = float(p["fake_feedback_timeout_s" if p["use_fake_hardware"]
-                                          else "feedback_timeout_s"])
-        self.arms = parse_arms(p["arms"])
+        self.cfg = p = declare(self, PiperConfig)
+        self.feedback_timeout_s = float(p.fake_feedback_timeout_s if p.use_fake_hardware
+                                        else p.feedback_timeout_s)
+        self.arms = parse_arms(p.arms)
         self.names = C.joint_names(self.arms)
         self.slices = {arm: slice(i * C.JOINTS_PER_ARM, (i + 1) * C.JOINTS_PER_ARM)
                        for i, arm in enumerate(self.arms)}
-        params = load_safety_params(p["safety_params_file"] or None)
+        params = load_safety_params(p.safety_params_file or None)
         self.safety = {arm: SafetyFilter(arm, params) for arm in self.arms}
         self.heartbeat_timeout_s = params.policy_heartbeat_timeout_s
         self.policy_alive_at: float | None = None  # monotonic; None until a heartbeat came
@@ -150,10 +181,12 @@ class PiperNode(Node):
         self.player: ChunkPlayer | None = None
         self.commanded: dict[str, np.ndarray | None] = {arm: None for arm in self.arms}
         self.feedback: dict[str, np.ndarray | None] = {arm: None for arm in self.arms}
-        self.episode: str | None = None
+        self.protocol = EpisodeProtocol(
+            self.send_status, self.send_frames, ready_wait_s=p.ready_wait_s,
+            stall_timeout_s=p.stall_timeout_s, require_task_objects=p.require_task_objects,
+            flush_period_s=p.frame_flush_period_s, log=self.get_logger())
         self.calls = 0
         self.max_calls: int | None = None
-        self.ticks = 0
         self._event_log = EventLogLimiter(EVENT_LOG_PERIOD_S)
         self.fakes: dict[str, FakePiper] = {}
         self.hw: dict[str, PiperArm] = {}
@@ -164,17 +197,17 @@ class PiperNode(Node):
             self.close()
             raise
         self._make_io()
-        mode = "fake hardware (virtual CAN)" if p["use_fake_hardware"] else p["can_interface"]
+        mode = "fake hardware (virtual CAN)" if p.use_fake_hardware else p.can_interface
         self.get_logger().info(
             f"piper node ready: arms={','.join(self.arms)} on {mode}, joint_states at "
-            f"{p['rate_hz']} Hz, commands at {p['command_rate_hz']} Hz")
+            f"{p.rate_hz} Hz, commands at {p.command_rate_hz} Hz")
 
     # ------------------------------------------------------------------ hardware
     def _start_hardware(self) -> None:
-        p = self.p
+        p = self.cfg
         for arm in self.arms:
-            port = p[f"{arm}_can_port"]
-            if p["use_fake_hardware"]:
+            port = getattr(p, f"{arm}_can_port")
+            if p.use_fake_hardware:
                 # unique channel: the SDK keeps one interface object per port name per process
                 port = f"fake_{port}_{uuid.uuid4().hex[:8]}"
                 # at home, not folded on the range ends the filter clips (a real arm's rest)
@@ -182,13 +215,13 @@ class PiperNode(Node):
                                             initial_gripper_m=GRIPPER_STROKE_MAX_M).start()
                 interface = "virtual"
             else:
-                interface = p["can_interface"]
-            hw = PiperArm(port, interface=interface, speed_percent=int(p["speed_percent"]),
-                          gripper_effort_nm=float(p["gripper_effort_nm"]),
-                          disable_on_close=bool(p["disable_on_shutdown"]))
+                interface = p.can_interface
+            hw = PiperArm(port, interface=interface, speed_percent=int(p.speed_percent),
+                          gripper_effort_nm=float(p.gripper_effort_nm),
+                          disable_on_close=bool(p.disable_on_shutdown))
             self.hw[arm] = hw
-            hw.connect(float(p["connect_timeout_s"]))
-            hw.enable(float(p["enable_timeout_s"]))
+            hw.connect(float(p.connect_timeout_s))
+            hw.enable(float(p.enable_timeout_s))
             self.feedback[arm] = hw.read().vector()
 
     def close(self) -> None:
@@ -212,7 +245,11 @@ class PiperNode(Node):
         services = MutuallyExclusiveCallbackGroup()
         self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
         self.pub_cmd = self.create_publisher(JointState, C.TOPIC_JOINT_COMMANDS, q(C.QOS_STATE))
-        self.pub_status = self.create_publisher(String, C.TOPIC_EPISODE_STATUS, q(C.QOS_EVENTS))
+        self.pub_frames = self.create_publisher(Float64MultiArray, C.TOPIC_FRAMES, q(C.QOS_STATE))
+        # the episode-status publisher is what tells the evaluator the robot is up, so it is
+        # made once the tracker is up too (on_tracker_status): a trial needs both
+        self.pub_status = None
+        self._tracker_checked = 0.0
         self.create_subscription(JointTrajectory, C.TOPIC_ACTION_CHUNK, self.on_chunk,
                                  q(C.QOS_COMMAND), callback_group=control)
         self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control,
@@ -220,21 +257,68 @@ class PiperNode(Node):
         # its own group: a heartbeat must never wait behind a chunk being unpacked
         self.create_subscription(Header, C.TOPIC_POLICY_HEARTBEAT, self.on_heartbeat,
                                  q(C.QOS_LATEST), callback_group=MutuallyExclusiveCallbackGroup())
+        episode = MutuallyExclusiveCallbackGroup()  # the protocol's inputs and timer
+        self.create_subscription(String, C.TOPIC_TRACKER_STATUS, self.on_tracker_status,
+                                 q(C.QOS_LATCHED), callback_group=episode)
+        self.create_subscription(MarkerArray, C.TOPIC_WORLD_STATE, self.on_world,
+                                 q(C.QOS_LATEST), callback_group=episode)
         self.create_service(Trigger, "~/emergency_stop", self.on_emergency_stop,
                             callback_group=services)
         self.create_service(Trigger, "~/resume", self.on_resume, callback_group=services)
         self._timers_owned = [
-            self.create_timer(1.0 / float(self.p["command_rate_hz"]), self.command_tick,
+            self.create_timer(1.0 / float(self.cfg.command_rate_hz), self.command_tick,
                               callback_group=control),
-            self.create_timer(1.0 / float(self.p["rate_hz"]), self.publish_state,
+            self.create_timer(1.0 / float(self.cfg.rate_hz), self.publish_state,
                               callback_group=MutuallyExclusiveCallbackGroup()),
+            self.create_timer(EPISODE_POLL_S, self.poll_episode, callback_group=episode),
         ]
 
     def stamp(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def status(self, kind: str, **fields) -> None:
-        self.pub_status.publish(messages.json_msg({"kind": kind, "episode": self.episode, **fields}))
+    @property
+    def episode(self) -> str | None:
+        return self.protocol.episode
+
+    # ------------------------------------------------------------------ episode protocol
+    def send_status(self, payload: dict) -> None:
+        if self.pub_status is None:
+            self.get_logger().error(f"episode status {payload['kind']!r} dropped: no tracker "
+                                    "node yet")
+            return
+        self.pub_status.publish(messages.json_msg(payload))
+
+    def send_frames(self, rows: np.ndarray, fields: list) -> None:
+        self.pub_frames.publish(messages.frames_msg(rows, fields))
+
+    def on_tracker_status(self, msg: String) -> None:
+        try:
+            status = messages.parse_json_msg(msg)
+        except ValueError as exc:
+            self.get_logger().error(f"tracker status dropped: {exc}")
+            return
+        if self.pub_status is None:
+            self.pub_status = self.create_publisher(String, C.TOPIC_EPISODE_STATUS,
+                                                    messages.qos_profile(C.QOS_EVENTS))
+            self.get_logger().info("tracker node is up: answering episodes")
+        self.protocol.on_tracker(status)
+
+    def on_world(self, msg: MarkerArray) -> None:
+        try:
+            world = messages.msg_to_world_state(msg)
+        except ValueError as exc:
+            self.get_logger().error(f"world state dropped: {exc}", throttle_duration_sec=5.0)
+            return
+        self.protocol.on_world(world)
+
+    def poll_episode(self) -> None:
+        """The protocol's timer; once a second, whether the tracker node is still there."""
+        now = time.monotonic()
+        if self.protocol.tracker is not None and now - self._tracker_checked >= 1.0:
+            self._tracker_checked = now
+            if self.count_publishers(C.TOPIC_TRACKER_STATUS) == 0:
+                self.protocol.on_tracker(None)  # its latched status comes again on a restart
+        self.protocol.poll()
 
     # ------------------------------------------------------------------ state out
     def publish_state(self) -> None:
@@ -249,8 +333,12 @@ class PiperNode(Node):
                 cmd = self.commanded[arm]
                 commanded.append(fb if cmd is None else cmd)
         t = self.stamp()
-        self.pub_joints.publish(messages.joint_state_msg(self.names, np.concatenate(measured), t))
-        self.pub_cmd.publish(messages.joint_state_msg(self.names, np.concatenate(commanded), t))
+        measured, commanded = np.concatenate(measured), np.concatenate(commanded)
+        self.pub_joints.publish(messages.joint_state_msg(self.names, measured, t))
+        self.pub_cmd.publish(messages.joint_state_msg(self.names, commanded, t))
+        # every joint_commands message is an episode's scoring frame (while it records)
+        self.protocol.on_state(t, contract_vector(self.names, commanded),
+                               contract_vector(self.names, measured))
 
     # ------------------------------------------------------------------ commands
     def command_tick(self) -> None:
@@ -264,7 +352,6 @@ class PiperNode(Node):
             target = player.sample(now) if player is not None else None
             for arm in self.arms:
                 self._command_arm(arm, None if target is None else target[self.slices[arm]])
-            self.ticks += 1
             if player is not None and player.done(now):
                 self.player = None
                 self._chunk_finished()
@@ -300,7 +387,7 @@ class PiperNode(Node):
         for arm in self.arms:
             self._log_events(self.safety[arm].hold_last_command(now, reason))
         if cut:
-            self._chunk_finished(reason="chunk cut: " + reason)
+            self._chunk_finished()
 
     def _command_arm(self, arm: str, target: np.ndarray | None) -> None:
         """Filter and send one arm's command. The step is sized by the clock read right here,
@@ -330,26 +417,25 @@ class PiperNode(Node):
             if not self.safety[arm].latched:
                 self._log_events(self.safety[arm].estop(reason, now), force=True)
 
-    def _chunk_finished(self, **fields) -> None:
+    def _chunk_finished(self) -> None:
+        """A chunk played to its end or cut (the safety events say why)."""
         if self.episode is None:
             return
-        self.status(C.STATUS_CHUNK_DONE, tick=self.ticks, calls=self.calls, **fields)
+        self.protocol.chunk_done(self.calls)
         if self.max_calls is not None and self.calls >= self.max_calls:
-            self.status(C.STATUS_DONE, ticks=self.ticks, calls=self.calls,
-                        reason="policy-call budget spent")
+            self.protocol.done(self.calls, "policy-call budget spent")
 
     def on_chunk(self, msg: JointTrajectory) -> None:
         try:
             chunk = messages.msg_to_chunk(msg, self.names)
         except ValueError as exc:
             self.get_logger().error(f"rejected action chunk: {exc}")
-            if self.episode is not None:
-                self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
+            self.protocol.error(f"rejected action chunk: {exc}")
             return
-        times, timed = ChunkPlayer.times_from_msg(msg, float(self.p["default_chunk_period_s"]))
+        times, timed = ChunkPlayer.times_from_msg(msg, float(self.cfg.default_chunk_period_s))
         if not timed:
             self.get_logger().warning("action chunk without increasing time_from_start; using "
-                                      f"{self.p['default_chunk_period_s']} s per point")
+                                      f"{self.cfg.default_chunk_period_s} s per point")
         with self._lock:
             if any(s.latched for s in self.safety.values()):
                 self.get_logger().warning("action chunk ignored: emergency stop is latched "
@@ -376,16 +462,15 @@ class PiperNode(Node):
         with self._lock:
             if kind == C.CONTROL_BEGIN and str(ctl.get("episode")) == self.episode:
                 # asked again (a lost begin or ready): answer, reset nothing mid-episode
-                self.status(C.STATUS_READY, tick=self.ticks, stamp=self.stamp())
+                self.protocol.repeat()
             elif kind == C.CONTROL_BEGIN:
-                self.episode = str(ctl.get("episode"))
                 self.calls = 0
                 self.max_calls = int(ctl["max_policy_calls"]) if "max_policy_calls" in ctl else None
                 self.player = None
-                self.status(C.STATUS_READY, tick=self.ticks, stamp=self.stamp())
+                self.protocol.begin(str(ctl.get("episode")), ctl.get("task"))
             elif kind == C.CONTROL_END and ctl.get("episode") == self.episode:
                 self.player = None
-                self.episode = None
+                self.protocol.end()
 
     # ------------------------------------------------------------------ services
     def emergency_stop(self, reason: str = "emergency_stop service") -> list[str]:
@@ -414,7 +499,7 @@ class PiperNode(Node):
         errors = []
         for arm in self.arms:
             try:
-                self.hw[arm].resume(float(self.p["enable_timeout_s"]))
+                self.hw[arm].resume(float(self.cfg.enable_timeout_s))
             except Exception as exc:
                 errors.append(f"{arm}: {exc}")
         if errors:

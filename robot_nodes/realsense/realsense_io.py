@@ -31,6 +31,9 @@ import numpy as np
 
 from vla_bridge import contract as C
 
+ALOHA = C.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
+
 def import_pyrealsense2():
     """The pyrealsense2 module, loaded after rclpy's native libraries when rclpy is installed
     (see the module notes: the other order crashes the process at exit)."""
@@ -60,8 +63,9 @@ def parse_camera_map(text: str, what: str = "serials") -> dict[str, str]:
         if not sep or not value:
             raise ValueError(f"{what}: expected CAMERA:VALUE entries separated by commas, got "
                              f"{part!r} in {text!r}")
-        if camera not in C.CAMERAS:
-            raise ValueError(f"{what}: unknown camera {camera!r}; expected one of {C.CAMERAS}")
+        if camera not in ALOHA.camera_names:
+            raise ValueError(f"{what}: unknown camera {camera!r}; expected one of "
+                             f"{ALOHA.camera_names}")
         if camera in out:
             raise ValueError(f"{what}: camera {camera!r} given twice in {text!r}")
         out[camera] = value
@@ -71,11 +75,11 @@ def parse_camera_map(text: str, what: str = "serials") -> dict[str, str]:
 def parse_cameras(text: str) -> tuple[str, ...]:
     """``"cam_high,cam_left_wrist"`` -> the cameras in contract order."""
     names = [c.strip() for c in str(text).split(",") if c.strip()]
-    unknown = [c for c in names if c not in C.CAMERAS]
+    unknown = [c for c in names if c not in ALOHA.camera_names]
     if unknown or len(set(names)) != len(names):
-        raise ValueError(f"cameras must be a comma-separated subset of {list(C.CAMERAS)} "
+        raise ValueError(f"cameras must be a comma-separated subset of {list(ALOHA.camera_names)} "
                          f"without repeats, got {text!r}")
-    return tuple(c for c in C.CAMERAS if c in names)
+    return tuple(c for c in ALOHA.camera_names if c in names)
 
 # ------------------------------------------------------------------------------ intrinsics
 

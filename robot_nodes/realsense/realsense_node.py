@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from rclpy.node import Node
@@ -53,47 +54,57 @@ from trajectory_msgs.msg import JointTrajectory
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
+from vla_bridge.ros.node_config import declare, param
 from vla_bridge.robot_nodes.realsense import realsense_io as rio
 from vla_bridge.robot_nodes.tracker.tracker import TrackerConfig, contract_vector
 
-DEFAULTS = {
-    "cameras": ",".join(C.ALOHA_PIPER.camera_names),
-    "source": "auto",  # auto | devices | playback | synthetic (rio.plan_sources)
-    "use_fake_hardware": False,  # auto: synthetic cameras when no serials and no recordings
-    "serials": "",  # "cam_high:SERIAL,..."; empty entry: the only connected device
-    "playback_dir": "",  # <dir>/<camera>.db3 for every camera without its own playback_file
-    "repeat_playback": True,
-    "playback_real_time": True,
-    "width": 640,  # stream size requested from the device
-    "height": 480,
-    "fps": 30,
-    "image_width": C.ALOHA_PIPER.image_size[0],  # published size (0: the stream's)
-    "image_height": C.ALOHA_PIPER.image_size[1],
-    "enable_depth": False,
-    # cameras also published at the stream's size on /<camera>/color/image_raw (+ camera_info),
-    # for the marker tracker: small markers need the pixels the policy images do not have
-    "full_resolution_cameras": "",
-    "wait_timeout_s": 2.0,  # no frame for this long: the camera is treated as gone
-    "retry_first_s": 0.5,
-    "retry_max_s": 5.0,
-    "stream": True,
-    "observe_on_episode": False,
-    "observation_max_age_s": 0.5,
-    # an observation that cannot go out yet (no joint state or frame yet: a node that just
-    # started) is retried for this long before it is given up with an error
-    "observation_wait_s": 5.0,
-    # an observation's joint state is repeated until the policy's chunk answers it, at most
-    # this long
-    "observation_resend_s": 10.0,
-    # synthetic cameras: frame sets per second, the render size of full_resolution_cameras
-    # (the others render at image_width x image_height), the scene layout and its markers
-    "synthetic_fps": 10.0,
-    "synthetic_width": 640,
-    "synthetic_height": 480,
-    "synthetic_scene": "scene1",
-    "synthetic_layout": "default",
-    "objects_file": "",  # the tracker's markers (empty: config/real_objects.yaml)
-}
+@dataclass(frozen=True)
+class RealSenseConfig:
+    """realsense_node's parameters (config/robofollow_real.yaml's realsense_node section); each
+    camera's `<camera>.playback_file` is declared beside them."""
+    cameras: str = param(",".join(C.ALOHA_PIPER.camera_names), "contract cameras to publish")
+    source: str = param("auto", "auto | devices | playback | synthetic (MuJoCo renders, no "
+                        "camera; rio.plan_sources)")
+    use_fake_hardware: bool = param(False, "auto: fake hardware without serials or "
+                                    "recordings gets synthetic cameras")
+    serials: str = param("", "cam_high:SERIAL,cam_left_wrist:SERIAL,...; an empty entry: the "
+                         "only connected device")
+    playback_dir: str = param("", "DIR/<camera>.db3 recordings for every camera without its "
+                              "own playback_file")
+    repeat_playback: bool = param(True, "play a recording again from its start when it ends")
+    playback_real_time: bool = param(True, "play recordings at their recorded rate")
+    width: int = param(640, "stream width asked of the devices (the tracker needs the pixels)")
+    height: int = param(480, "stream height asked of the devices")
+    fps: int = param(30, "stream rate asked of the devices")
+    image_width: int = param(C.ALOHA_PIPER.image_size[0], "contract width of "
+                             "/<camera>/image_raw, what the policy sees (0: the stream's)")
+    image_height: int = param(C.ALOHA_PIPER.image_size[1], "contract height of "
+                              "/<camera>/image_raw (0: the stream's)")
+    enable_depth: bool = param(False, "also publish depth aligned to the colour image")
+    full_resolution_cameras: str = param("", "cameras also published at the stream's size on "
+                                         "/<camera>/color/image_raw, for the marker tracker")
+    wait_timeout_s: float = param(2.0, "no frame for this long: the camera is treated as gone "
+                                  "and restarted")
+    retry_first_s: float = param(0.5, "first restart backoff of a failed camera")
+    retry_max_s: float = param(5.0, "longest restart backoff (it doubles up to this)")
+    stream: bool = param(True, "publish every frame (viewers, the marker tracker)")
+    observe_on_episode: bool = param(False, "one observation per policy call (the episode's "
+                                     "start, each chunk_done)")
+    observation_max_age_s: float = param(0.5, "a camera frame older than this is not fresh "
+                                         "enough for an observation")
+    observation_wait_s: float = param(5.0, "an observation waits this long for a joint state "
+                                      "and fresh frames before it is given up with an error")
+    observation_resend_s: float = param(10.0, "an observation's joint state is repeated until "
+                                        "the policy answers, at most this long")
+    synthetic_fps: float = param(10.0, "synthetic cameras: frame sets per second (a still arm "
+                                 "is not re-rendered)")
+    synthetic_width: int = param(640, "synthetic render width of full_resolution_cameras (the "
+                                 "others: image_width)")
+    synthetic_height: int = param(480, "synthetic render height of full_resolution_cameras")
+    synthetic_scene: str = param("scene1", "the scene the synthetic cameras show")
+    synthetic_layout: str = param("default", "the layout of that scene")
+    objects_file: str = param("", "the tracker's markers drawn in the synthetic scene (empty: "
+                              "config/real_objects.yaml)")
 
 
 class CameraWorker:
@@ -233,11 +244,10 @@ def _serial(rs, device) -> str:
 class RealsenseNode(Node):
     def __init__(self, **node_kwargs):
         super().__init__("realsense_node", **node_kwargs)
-        p = {k: self.declare_parameter(k, v).value for k, v in DEFAULTS.items()}
-        self.p = p
-        self.cameras = rio.parse_cameras(p["cameras"])
-        self.full_resolution = set(rio.parse_cameras(p["full_resolution_cameras"]))
-        self.out_size = (int(p["image_width"]), int(p["image_height"]))
+        self.cfg = p = declare(self, RealSenseConfig)
+        self.cameras = rio.parse_cameras(p.cameras)
+        self.full_resolution = set(rio.parse_cameras(p.full_resolution_cameras))
+        self.out_size = (int(p.image_width), int(p.image_height))
         files = {cam: self.declare_parameter(f"{cam}.playback_file", "").value
                  for cam in C.ALOHA_PIPER.camera_names}
         self.source_kind, playback = self._plan(p, files)
@@ -255,59 +265,60 @@ class RealsenseNode(Node):
         self.workers = self._workers(p)
         self.get_logger().info("realsense node ready: " +
                                "; ".join(w.describe() for w in self.workers) +
-                               f" (stream={p['stream']}, observe_on_episode="
-                               f"{p['observe_on_episode']}, depth={p['enable_depth']})")
+                               f" (stream={p.stream}, observe_on_episode="
+                               f"{p.observe_on_episode}, depth={p.enable_depth})")
 
-    def _plan(self, p: dict, files: dict[str, str]) -> tuple[str, dict[str, str]]:
+    def _plan(self, p: RealSenseConfig, files: dict[str, str]) -> tuple[str, dict[str, str]]:
         """(source kind, recordings to play): see rio.plan_sources."""
-        self.serials = rio.parse_camera_map(p["serials"], "serials")
+        self.serials = rio.parse_camera_map(p.serials, "serials")
         playback = {cam: f for cam, f in files.items() if f}
-        if p["playback_dir"]:
+        if p.playback_dir:
             for cam in self.cameras:
-                playback.setdefault(cam, os.path.join(p["playback_dir"], f"{cam}.db3"))
-        kind, playback = rio.plan_sources(str(p["source"]), self.cameras, self.serials,
-                                          playback, bool(p["use_fake_hardware"]))
-        if kind == "synthetic" and p["source"] == "auto":
+                playback.setdefault(cam, os.path.join(p.playback_dir, f"{cam}.db3"))
+        kind, playback = rio.plan_sources(str(p.source), self.cameras, self.serials,
+                                          playback, bool(p.use_fake_hardware))
+        if kind == "synthetic" and p.source == "auto":
             self.get_logger().info("fake hardware without camera serials or recordings: "
                                    "synthetic cameras (MuJoCo renders of the workcell at the "
                                    "fake arms' joint states); give serials or playback_dir "
                                    "for real images")
         return kind, playback
 
-    def _workers(self, p: dict) -> list:
+    def _workers(self, p: RealSenseConfig) -> list:
         if self.source_kind == "synthetic":
             return [self._synthetic(p).start()]
         return [CameraWorker(src, self.on_frame, self.get_logger(),
-                             wait_timeout_s=float(p["wait_timeout_s"]),
-                             backoff=rio.Backoff(p["retry_first_s"], p["retry_max_s"])).start()
+                             wait_timeout_s=float(p.wait_timeout_s),
+                             backoff=rio.Backoff(p.retry_first_s, p.retry_max_s)).start()
                 for src in self.sources]
 
-    def _synthetic(self, p: dict):
+    def _synthetic(self, p: RealSenseConfig):
         from vla_bridge.robot_nodes.realsense.synthetic_cameras import SyntheticCameras  # loads MuJoCo
 
-        full = (int(p["synthetic_width"]), int(p["synthetic_height"]))
+        full = (int(p.synthetic_width), int(p.synthetic_height))
         sizes = {cam: full if cam in self.full_resolution else self.out_size
                  for cam in self.cameras}
-        markers = TrackerConfig.load(p["objects_file"] or None)
+        markers = TrackerConfig.load(p.objects_file or None)
         return SyntheticCameras(self.cameras, sizes, self.latest_joints, self.on_frame,
-                                self.get_logger(), fps=float(p["synthetic_fps"]),
-                                scene=str(p["synthetic_scene"]),
-                                layout=str(p["synthetic_layout"]), markers=markers)
+                                self.get_logger(), fps=float(p.synthetic_fps),
+                                scene=str(p.synthetic_scene),
+                                layout=str(p.synthetic_layout), markers=markers)
 
     def latest_joints(self) -> np.ndarray | None:
         """The newest joint state as a contract vector (a missing arm at home), or None."""
         msg = self.joint_state
         return None if msg is None else contract_vector(msg.name, msg.position)
 
-    def _sources(self, p: dict, playback: dict[str, str]) -> list[rio.CameraSource]:
+    def _sources(self, p: RealSenseConfig,
+                 playback: dict[str, str]) -> list[rio.CameraSource]:
         for cam in self.cameras:
             if cam in playback and not os.path.isfile(playback[cam]):
                 raise FileNotFoundError(f"{cam}: playback file {playback[cam]} not found")
-        return rio.camera_sources(self.cameras, self.serials, playback, width=int(p["width"]),
-                                  height=int(p["height"]), fps=int(p["fps"]),
-                                  depth=bool(p["enable_depth"]),
-                                  repeat_playback=bool(p["repeat_playback"]),
-                                  real_time=bool(p["playback_real_time"]))
+        return rio.camera_sources(self.cameras, self.serials, playback, width=int(p.width),
+                                  height=int(p.height), fps=int(p.fps),
+                                  depth=bool(p.enable_depth),
+                                  repeat_playback=bool(p.repeat_playback),
+                                  real_time=bool(p.playback_real_time))
 
     def _make_io(self) -> None:
         q = messages.qos_profile
@@ -322,16 +333,16 @@ class RealsenseNode(Node):
                                                        q(C.QOS_LATEST))
                               for c in self.cameras if c in self.full_resolution}
         self.pub_depth, self.pub_depth_info = {}, {}
-        if self.p["enable_depth"]:
+        if self.cfg.enable_depth:
             self.pub_depth = {c: self.create_publisher(Image, C.depth_image_topic(c),
                                                        q(C.QOS_IMAGES)) for c in self.cameras}
             self.pub_depth_info = {c: self.create_publisher(
                 CameraInfo, C.depth_camera_info_topic(c), q(C.QOS_IMAGES)) for c in self.cameras}
-        if self.p["observe_on_episode"] or self.source_kind == "synthetic":
+        if self.cfg.observe_on_episode or self.source_kind == "synthetic":
             # observations are stamped with it; synthetic cameras pose the arms at it
             self.create_subscription(JointState, C.TOPIC_JOINT_STATES, self.on_joints,
                                      q(C.QOS_LATEST))
-        if self.p["observe_on_episode"]:
+        if self.cfg.observe_on_episode:
             self.pub_joints = self.create_publisher(JointState, C.TOPIC_JOINT_STATES,
                                                     q(C.QOS_STATE))
             self.create_subscription(String, C.TOPIC_EPISODE_CONTROL, self.on_control,
@@ -360,7 +371,7 @@ class RealsenseNode(Node):
     def _handle_frame(self, camera: str, rgb: np.ndarray, depth: np.ndarray | None,
                       intr: rio.Intrinsics) -> None:
         t = self.stamp()
-        if camera in self.pub_full and self.p["stream"]:
+        if camera in self.pub_full and self.cfg.stream:
             self.pub_full_info[camera].publish(rio.camera_info_msg(intr, t, camera))
             self.pub_full[camera].publish(messages.image_to_msg(rgb, t, camera))
         width, height = rio.output_size(intr.width, intr.height, *self.out_size)
@@ -374,7 +385,7 @@ class RealsenseNode(Node):
             depth_info = rio.camera_info_msg(intr_out, t, camera)
         with self._lock:
             self.latest[camera] = (image, info, depth_msg, depth_info, time.monotonic())
-        if self.p["stream"]:
+        if self.cfg.stream:
             self._publish(camera, image, info, depth_msg, depth_info)
 
     def _publish(self, camera, image, info, depth_msg, depth_info) -> None:
@@ -416,7 +427,7 @@ class RealsenseNode(Node):
     def observe(self, why: str) -> bool:
         """Publish the newest frame of every camera stamped with the newest joint state, now or
         (when a joint state or a fresh frame is still missing) as soon as they are there."""
-        self.pending = (why, time.monotonic() + float(self.p["observation_wait_s"]))
+        self.pending = (why, time.monotonic() + float(self.cfg.observation_wait_s))
         return self.try_observe()
 
     def observation_tick(self) -> None:
@@ -443,12 +454,12 @@ class RealsenseNode(Node):
             latest = dict(self.latest)
         missing = [c for c in self.cameras if c not in latest]
         stale = [c for c in self.cameras if c in latest
-                 and now - latest[c][4] > float(self.p["observation_max_age_s"])]
+                 and now - latest[c][4] > float(self.cfg.observation_max_age_s)]
         if joint_state is None or missing or stale:
             if now > deadline:
                 self.pending = None
                 self.get_logger().error(
-                    f"observation ({why}) not sent after {self.p['observation_wait_s']} s: "
+                    f"observation ({why}) not sent after {self.cfg.observation_wait_s} s: "
                     + ("no /joint_states; " if joint_state is None else "")
                     + f"no frame from {missing}, stale frames from {stale}")
             return False
@@ -456,7 +467,7 @@ class RealsenseNode(Node):
         self.pub_joints.publish(joint_state)
         stamp = joint_state.header.stamp
         self.unanswered = (joint_state, messages.stamp_ns(stamp),
-                           now + float(self.p["observation_resend_s"]))
+                           now + float(self.cfg.observation_resend_s))
         for cam in self.cameras:
             image, info, depth_msg, depth_info, _ = latest[cam]
             self._publish(cam, *(_restamped(m, stamp) if m is not None else None

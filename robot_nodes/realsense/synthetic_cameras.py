@@ -32,6 +32,8 @@ from vla_bridge.robot_nodes.realsense.realsense_io import Intrinsics
 from vla_bridge.robot_nodes.tracker.tracker import TrackerConfig, marker_image
 from vla_bridge.embodiment.mjcf import FINGER_TRAVEL, build_mjcf
 
+ALOHA = C.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
 MARKER_TEXTURE_PX = 120  # marker texture: 20 px per module of a 4x4 marker with its border
 PLATE_HALF_THICKNESS = 0.0002  # a printed marker lies 0.4 mm proud of its surface
 SAME_JOINTS_RAD = 1e-5  # joints closer than this to the last render's: reuse the images
@@ -116,8 +118,8 @@ class SyntheticWorkcell:
     def set_joints(self, joints) -> None:
         """Pose both arms at a 14-value contract joint vector (grippers normalised)."""
         q = np.asarray(joints, float)
-        if q.shape != (C.ACTION_DIM,) or not np.all(np.isfinite(q)):
-            raise ValueError(f"joints must be {C.ACTION_DIM} finite values, got {q.shape}")
+        if q.shape != (ALOHA.action_dim,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"joints must be {ALOHA.action_dim} finite values, got {q.shape}")
         for i, arm in enumerate(C.ARMS):
             base = i * C.JOINTS_PER_ARM
             self.data.qpos[self._arm_qadr[arm]] = q[base:base + 6]

@@ -329,7 +329,7 @@ def contract_vector(names, values) -> np.ndarray:
     """The 14-value contract joint vector from a (possibly one-arm) JointState's names and
     values; an arm the message lacks stays at home (its gripper open)."""
     out = home_command()
-    index = {n: i for i, n in enumerate(C.JOINT_NAMES)}
+    index = {n: i for i, n in enumerate(C.ALOHA_PIPER.action_names)}
     for name, value in zip(names, values):
         if name in index:
             out[index[name]] = float(value)

@@ -22,8 +22,7 @@ import pytest
 import yaml
 
 from vla_bridge.ros import launcher
-from vla_bridge.ros.launch_args import (GRAPHS, ROBOFOLLOW_REAL, ROBOFOLLOW_SIM, ROBOT_STATUS_TOPIC,
-                                        ROLES, resolve_nodes)
+from vla_bridge.ros.launch_args import GRAPHS, ROBOFOLLOW_REAL, ROBOFOLLOW_SIM, ROLES, resolve_nodes
 
 REPO = Path(__file__).resolve().parents[2]
 TASK_OK = "L0_pickup_yellow_block_3"
@@ -94,7 +93,8 @@ def test_only_launch_arguments_differ_between_sim_and_fake_piper(tmp_path):
         argv = fake[name].argv
         assert argv[argv.index("--params-file") + 1] == real_params
     assert fake["piper_node"].overrides == {"use_fake_hardware": True}
-    assert f"/vla_bridge/episode/status:={ROBOT_STATUS_TOPIC}" in fake["piper_node"].argv
+    # the PiPER node owns the episode protocol on the contract's topics: nothing is remapped
+    assert [a for a in fake["piper_node"].argv if ":=" in a] == ["__node:=piper_node"]
     # the camera node knows fake hardware: without serials or recordings it renders cameras
     assert fake["realsense_node"].overrides == {"playback_dir": "/data/rec",
                                                 "use_fake_hardware": True}
@@ -177,7 +177,7 @@ def test_launch_files_choose_the_robot_role_by_argument(monkeypatch, tmp_path):
     params_file, overrides = piper.kwargs["parameters"]
     assert params_file == str(tmp_path / "config" / "robofollow_real.yaml")
     assert overrides == {"use_fake_hardware": True}
-    assert piper.kwargs["remappings"] == [("/vla_bridge/episode/status", ROBOT_STATUS_TOPIC)]
+    assert "remappings" not in piper.kwargs
     camera_params = fake_nodes["realsense_node"].kwargs["parameters"][1]
     assert camera_params["playback_dir"].args[0].args[0] == "camera_playback_dir"
     assert camera_params["source"].args[0].args[0] == "camera_source"

@@ -265,7 +265,7 @@ def measure(seconds: float, hogs: list[int], kills: int, modes: list[str],
     rclpy.init()
     rig = PiperRig()
     print(f"heartbeat watchdog: timeout {1000 * rig.node.heartbeat_timeout_s:.0f} ms, PiPER "
-          f"node commands at {rig.node.p['command_rate_hz']} Hz; {os.cpu_count()} CPUs; "
+          f"node commands at {rig.node.cfg.command_rate_hz} Hz; {os.cpu_count()} CPUs; "
           f"policy predict holds the GIL {gil_hold_s} s, then {gap_s} s off")
     rows = []
     try:

@@ -281,8 +281,6 @@ def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
         argv = [python, "-m", node.module, "--ros-args",
                 "--params-file", str(node_params), "--params-file", str(overrides_file),
                 "-r", f"__node:={node.name}"]
-        for source, target in getattr(node, "remaps", ()):
-            argv += ["-r", f"{source}:={target}"]
         commands.append(NodeCommand(node.name, argv, node_env(share_dir, python, graph.env,
                                                               base_env), node_overrides,
                                     node.restartable, getattr(node, "observer", False)))

@@ -47,7 +47,7 @@ def graph_node(graph, spec, params_file, extra=None, condition=None):
     # An interpreter argument (e.g. sim_python:=/opt/libero/bin/python) prefixes the
     # console script, so the node runs from that virtualenv; empty means no prefix.
     prefix = LaunchConfiguration(spec.python_arg) if spec.python_arg else None
-    options = {"remappings": list(spec.remaps)} if getattr(spec, "remaps", ()) else {}
+    options = {}
     if condition is not None:
         options["condition"] = condition
     return Node(package=PACKAGE, executable=spec.executable, name=spec.name, output="screen",

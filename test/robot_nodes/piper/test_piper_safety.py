@@ -438,7 +438,7 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
+    from std_msgs.msg import Float64MultiArray, String
     from trajectory_msgs.msg import JointTrajectory
 
     from vla_bridge import contract as C
@@ -455,11 +455,21 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
         Parameter("fake_feedback_timeout_s", value=2.0),
         Parameter("safety_params_file", value=str(tmp_path / "safety.yaml"))])
     helper = rclpy.create_node("piper_node_episode_helper", context=ros_context)
-    latest, statuses = {}, []
+    latest, statuses, frames = {}, [], []
     helper.create_subscription(JointState, C.TOPIC_JOINT_STATES,
                                lambda m: latest.__setitem__("state", m), messages.qos_profile(C.QOS_STATE))
     helper.create_subscription(String, C.TOPIC_EPISODE_STATUS,
                                lambda m: statuses.append(json.loads(m.data)), messages.qos_profile(C.QOS_EVENTS))
+    helper.create_subscription(Float64MultiArray, C.TOPIC_FRAMES,
+                               lambda m: frames.extend(messages.parse_frames(m)),
+                               messages.qos_profile(C.QOS_STATE))
+    # the tracker node's part (its latched status): a tracker without objects to track
+    tracker = helper.create_publisher(String, C.TOPIC_TRACKER_STATUS,
+                                      messages.qos_profile(C.QOS_LATCHED))
+    tracker.publish(messages.json_msg({"calibrated": False, "calibration_required": False,
+                                       "objects": [], "camera": "cam_high",
+                                       "image_topic": "/cam_high/color/image_raw",
+                                       "board": []}))
     control = helper.create_publisher(String, C.TOPIC_EPISODE_CONTROL, messages.qos_profile(C.QOS_EVENTS))
     chunks = helper.create_publisher(JointTrajectory, C.TOPIC_ACTION_CHUNK, messages.qos_profile(C.QOS_COMMAND))
     executor = MultiThreadedExecutor(num_threads=4, context=ros_context)
@@ -469,20 +479,28 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
     spinner.start()
     try:
         assert node.arms == ("left", "right")  # contract order whatever the parameter's
+        # the node answers episodes once it has heard the tracker (its status publisher)
         assert wait_until(lambda: "state" in latest and control.get_subscription_count() > 0
-                          and chunks.get_subscription_count() > 0, 5.0)
-        assert list(latest["state"].name) == C.JOINT_NAMES  # the 14-D ALOHA vector
+                          and chunks.get_subscription_count() > 0
+                          and helper.count_publishers(C.TOPIC_EPISODE_STATUS) > 0, 5.0)
+        assert tuple(latest["state"].name) == C.ALOHA_PIPER.action_names  # the 14-D ALOHA vector
         control.publish(messages.json_msg({"kind": C.CONTROL_BEGIN, "episode": "ep1",
                                          "max_policy_calls": 1}))
         assert wait_until(lambda: any(s["kind"] == C.STATUS_READY for s in statuses), 5.0)
-        start = messages.joint_state_to_array(latest["state"], C.JOINT_NAMES)
+        start = messages.joint_state_to_array(latest["state"], C.ALOHA_PIPER.action_names)
         target = start.copy()
         target[1] += 0.1  # left joint2
         target[8] += 0.1  # right joint2
-        chunks.publish(messages.chunk_to_msg(np.linspace(start, target, 6)[1:], C.JOINT_NAMES, 0.0, 0.05))
+        chunks.publish(messages.chunk_to_msg(np.linspace(start, target, 6)[1:], C.ALOHA_PIPER.action_names, 0.0, 0.05))
         assert wait_until(lambda: [s["kind"] for s in statuses][-2:] == [C.STATUS_CHUNK_DONE,
                                                                        C.STATUS_DONE], 5.0)
         assert statuses[-1]["calls"] == 1 and statuses[-1]["episode"] == "ep1"
+        # one frame per joint_commands message from the ready on: done's ticks count them
+        assert wait_until(lambda: len(frames) >= statuses[-1]["ticks"] + 1, 5.0)
+        time.sleep(0.3)  # a frame after the done would come within a flush period
+        assert len(frames) == statuses[-1]["ticks"] + 1 >= 2
+        ready = next(s for s in statuses if s["kind"] == C.STATUS_READY)
+        assert frames[0][0] == ready["stamp"] and ready["tick"] == 0
         # the same begin again (an evaluator whose answer was late) is answered and resets
         # nothing: the spent call budget stays spent
         heard = len(statuses)
@@ -496,7 +514,7 @@ def test_node_two_arms_speak_the_episode_protocol(ros_context, tmp_path):
         for s in (slice(0, 6), slice(7, 13)):
             expected[s] = np.clip(target[s], lim[:, 0], lim[:, 1])
         assert wait_until(lambda: np.allclose(messages.joint_state_to_array(
-            latest["state"], C.JOINT_NAMES), expected, atol=5e-3), 5.0)
+            latest["state"], C.ALOHA_PIPER.action_names), expected, atol=5e-3), 5.0)
         # both fakes were driven to the chunk's end, each with its own arm's slice (after the
         # chunk the node may hold the measured, still-lagging position: look at every command)
         for arm, j in (("left", 1), ("right", 8)):

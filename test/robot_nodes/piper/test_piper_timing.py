@@ -121,7 +121,7 @@ def test_fake_arms_start_inside_the_limits_so_holding_logs_nothing(ros_context):
             np.testing.assert_allclose(measured, HOME, atol=1e-4)
             assert node.safety[arm].params.limits.within(measured)
         start = np.concatenate([node.feedback[a] for a in node.arms])
-        node.on_chunk(messages.chunk_to_msg(np.tile(start, (50, 1)), C.JOINT_NAMES, 0.0, 0.02))
+        node.on_chunk(messages.chunk_to_msg(np.tile(start, (50, 1)), C.ALOHA_PIPER.action_names, 0.0, 0.02))
         for _ in range(50):  # a hold policy's 1 s chunk, played through the filter
             node.command_tick()
             time.sleep(0.005)

@@ -38,7 +38,7 @@ class _Log:
 def recordings(tmp_path_factory):
     root = tmp_path_factory.mktemp("rs")
     files = {}
-    for seed, cam in enumerate(C.CAMERAS, 1):
+    for seed, cam in enumerate(C.ALOHA_PIPER.camera_names, 1):
         images = [pattern(i, seed) for i in range(12)]
         depth = [np.full((H, W), 500 + 10 * i, np.uint16) for i in range(12)] if seed == 1 else None
         files[cam] = record_synthetic(root / f"{cam}.db3", images, f"90000000000{seed}", depth)
@@ -185,7 +185,7 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
                 got[kind].setdefault(cam, []).append(msg)
         return callback
 
-    for cam in C.CAMERAS:
+    for cam in C.ALOHA_PIPER.camera_names:
         probe.create_subscription(Image, C.image_topic(cam), keep("image", cam), q(C.QOS_IMAGES))
         probe.create_subscription(CameraInfo, C.camera_info_topic(cam), keep("info", cam),
                                   q(C.QOS_IMAGES))
@@ -209,16 +209,16 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             with lock:
-                if all(len(got["image"].get(c, [])) >= 5 for c in C.CAMERAS) and got["depth"] \
+                if all(len(got["image"].get(c, [])) >= 5 for c in C.ALOHA_PIPER.camera_names) and got["depth"] \
                         and got["full"]:
                     break
             time.sleep(0.05)
         with lock:
-            counts = {c: len(got["image"].get(c, [])) for c in C.CAMERAS}
+            counts = {c: len(got["image"].get(c, [])) for c in C.ALOHA_PIPER.camera_names}
         assert all(n >= 5 for n in counts.values()), counts
-        for seed, cam in enumerate(C.CAMERAS, 1):
+        for seed, cam in enumerate(C.ALOHA_PIPER.camera_names, 1):
             msg = got["image"][cam][-1]
-            assert (msg.encoding, msg.width, msg.height) == ("rgb8", C.IMAGE_WIDTH, C.IMAGE_HEIGHT)
+            assert (msg.encoding, msg.width, msg.height) == ("rgb8", C.ALOHA_PIPER.image_size[0], C.ALOHA_PIPER.image_size[1])
             assert msg.header.frame_id == cam
             img = messages.msg_to_image(msg)
             # the camera's colour block (top-left quarter) survives the 640 -> 320 resize
@@ -241,7 +241,7 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
         pub_control.publish(messages.json_msg({"kind": "start", "episode": "e1"}))
         time.sleep(0.3)
         assert node.observations == 0 and node.pending is not None
-        joint = messages.joint_state_msg(C.JOINT_NAMES, np.zeros(14), 1234.5)
+        joint = messages.joint_state_msg(C.ALOHA_PIPER.action_names, np.zeros(14), 1234.5)
         want = messages.stamp_ns(joint.header.stamp)
         pub_joints.publish(joint)
 
@@ -250,7 +250,7 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
                 if kind == "joints":
                     return sum(messages.stamp_ns(m.header.stamp) == want for m in got["joints"])
                 return {c: sum(messages.stamp_ns(m.header.stamp) == want for m in got["image"][c])
-                        for c in C.CAMERAS}
+                        for c in C.ALOHA_PIPER.camera_names}
 
         def wait_for(condition, timeout=5.0):
             deadline = time.monotonic() + timeout
@@ -258,10 +258,10 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
                 time.sleep(0.02)
 
         wait_for(lambda: node.observations == 1 and count("joints") >= 4)
-        assert count("image") == {c: 1 for c in C.CAMERAS}
+        assert count("image") == {c: 1 for c in C.ALOHA_PIPER.camera_names}
         # its joint state is repeated (ours, the observation's, resends) until the policy's
         # chunk answers the stamp
-        chunk = messages.chunk_to_msg(np.zeros((2, 14)), C.JOINT_NAMES, 0.0, 0.06)
+        chunk = messages.chunk_to_msg(np.zeros((2, 14)), C.ALOHA_PIPER.action_names, 0.0, 0.06)
         chunk.header.stamp = joint.header.stamp
         pub_chunk.publish(chunk)
         wait_for(lambda: node.unanswered is None)
@@ -274,7 +274,7 @@ def test_node_plays_recordings_on_the_contract_topics(recordings, ros):
         pub_status.publish(messages.json_msg({"kind": "chunk_done", "episode": "e1", "calls": 2}))
         wait_for(lambda: all(n >= 2 for n in count("image").values()))
         time.sleep(0.3)
-        assert count("image") == {c: 2 for c in C.CAMERAS} and node.observations == 2
+        assert count("image") == {c: 2 for c in C.ALOHA_PIPER.camera_names} and node.observations == 2
         pub_control.publish(messages.json_msg({"kind": "end", "episode": "e1"}))
         wait_for(lambda: node.unanswered is None)
     finally:

@@ -22,30 +22,30 @@ SERIALS = {"cam_high": "1", "cam_left_wrist": "2", "cam_right_wrist": "3"}
 
 def test_fake_hardware_without_serials_or_recordings_gets_synthetic_cameras():
     plan = rio.plan_sources
-    assert plan("auto", C.CAMERAS, {}, {}, fake_hardware=True) == ("synthetic", {})
+    assert plan("auto", C.ALOHA_PIPER.camera_names, {}, {}, fake_hardware=True) == ("synthetic", {})
     # serials or recordings win on fake hardware too
-    assert plan("auto", C.CAMERAS, SERIALS, {}, fake_hardware=True) == ("pipelines", {})
-    files = {c: f"/rec/{c}.db3" for c in C.CAMERAS}
-    assert plan("auto", C.CAMERAS, {}, files, fake_hardware=True) == ("pipelines", files)
+    assert plan("auto", C.ALOHA_PIPER.camera_names, SERIALS, {}, fake_hardware=True) == ("pipelines", {})
+    files = {c: f"/rec/{c}.db3" for c in C.ALOHA_PIPER.camera_names}
+    assert plan("auto", C.ALOHA_PIPER.camera_names, {}, files, fake_hardware=True) == ("pipelines", files)
     # chosen explicitly, whatever else is configured
-    assert plan("synthetic", C.CAMERAS, SERIALS, files, fake_hardware=False)[0] == "synthetic"
-    assert plan("devices", C.CAMERAS, SERIALS, files, fake_hardware=True) == ("pipelines", {})
+    assert plan("synthetic", C.ALOHA_PIPER.camera_names, SERIALS, files, fake_hardware=False)[0] == "synthetic"
+    assert plan("devices", C.ALOHA_PIPER.camera_names, SERIALS, files, fake_hardware=True) == ("pipelines", {})
     with pytest.raises(ValueError, match=r"no recording for \['cam_right_wrist'\]"):
-        plan("playback", C.CAMERAS, {}, {c: files[c] for c in C.CAMERAS[:2]}, False)
+        plan("playback", C.ALOHA_PIPER.camera_names, {}, {c: files[c] for c in C.ALOHA_PIPER.camera_names[:2]}, False)
     with pytest.raises(ValueError, match="source must be one of"):
-        plan("webcam", C.CAMERAS, {}, {}, False)
+        plan("webcam", C.ALOHA_PIPER.camera_names, {}, {}, False)
 
 
 def test_real_hardware_without_serials_fails_saying_how_to_give_serials_or_recordings():
     with pytest.raises(ValueError) as err:
-        rio.plan_sources("auto", C.CAMERAS, {}, {}, fake_hardware=False)
+        rio.plan_sources("auto", C.ALOHA_PIPER.camera_names, {}, {}, fake_hardware=False)
     text = str(err.value)
     assert text.startswith("no camera serial numbers and no recordings")
     assert "serials:='cam_high:SERIAL" in text and "camera_serials" in text
     assert "playback_dir:=DIR" in text and "camera_playback_dir" in text
     assert "\n" not in text  # one line
     with pytest.raises(ValueError, match=r"cameras \['cam_right_wrist'\] have no serial"):
-        rio.plan_sources("devices", C.CAMERAS, {c: SERIALS[c] for c in C.CAMERAS[:2]}, {}, True)
+        rio.plan_sources("devices", C.ALOHA_PIPER.camera_names, {c: SERIALS[c] for c in C.ALOHA_PIPER.camera_names[:2]}, {}, True)
     # one camera without a serial: the only connected device, as before
     assert rio.plan_sources("auto", ("cam_high",), {}, {}, False) == ("pipelines", {})
 
@@ -124,7 +124,7 @@ def test_fake_hardware_node_without_cameras_publishes_synthetic_images(ros_conte
                 got.setdefault(key, []).append(msg)
         return callback
 
-    for cam in C.CAMERAS:
+    for cam in C.ALOHA_PIPER.camera_names:
         probe.create_subscription(Image, C.image_topic(cam), keep(cam), q(C.QOS_IMAGES))
     probe.create_subscription(CameraInfo, C.camera_info_topic("cam_high"), keep("info"),
                               q(C.QOS_IMAGES))
@@ -150,15 +150,15 @@ def test_fake_hardware_node_without_cameras_publishes_synthetic_images(ros_conte
 
     try:
         assert node.source_kind == "synthetic" and node.sources == []
-        for cam in C.CAMERAS:  # the realsense node's contract topics, size and encoding
+        for cam in C.ALOHA_PIPER.camera_names:  # the realsense node's contract topics, size and encoding
             msg = newest(cam)
-            assert (msg.encoding, msg.width, msg.height) == (C.IMAGE_ENCODING, C.IMAGE_WIDTH,
-                                                             C.IMAGE_HEIGHT)
+            assert (msg.encoding, msg.width, msg.height) == (C.IMAGE_ENCODING, C.ALOHA_PIPER.image_size[0],
+                                                             C.ALOHA_PIPER.image_size[1])
             assert msg.header.frame_id == cam
         full = newest("full")
         assert (full.encoding, full.width, full.height) == ("rgb8", 640, 480)
         info = newest("info")
-        assert (info.width, info.height) == (C.IMAGE_WIDTH, C.IMAGE_HEIGHT)
+        assert (info.width, info.height) == (C.ALOHA_PIPER.image_size[0], C.ALOHA_PIPER.image_size[1])
         assert info.k[0] == pytest.approx(0.5 * 240 / np.tan(np.deg2rad(22.5)), rel=1e-6)
         # the images follow the joint states on /joint_states (a one-arm message is enough)
         before = messages.msg_to_image(newest("cam_right_wrist")).copy()

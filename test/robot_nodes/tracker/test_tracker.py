@@ -4,11 +4,8 @@ come back within tolerance.
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-import yaml
 
 from vla_bridge.embodiment.kinematics import PiperKinematics, quat_to_mat
 from vla_bridge.robot_nodes.tracker.tracker import (CalibrationError, MarkerTracker, TableCalibration,
@@ -109,86 +106,47 @@ def test_tcp_states_are_forward_kinematics_in_the_world(config):
     assert right[7:13].tolist() == [0.1] * 6 and right[13] == 0.0
     np.testing.assert_array_equal(right[:7], home_command()[:7])
 
-# ------------------------------------------------------------------- the node's episode relay
+# ------------------------------------------------------------------- the node's status
 
 
-def test_tracker_node_relays_the_robot_episode_with_its_frames(tmp_path):
-    """The robot's minimal status becomes the evaluator's full protocol: a `ready` that arrives
-    before its `begin` is kept, every joint command is a frame, `done` counts the frames, a
-    robot that stops making progress fails the episode."""
+def test_tracker_node_reports_calibration_and_tracked_objects(config):
+    """The tracker only tracks: world state per image and a latched status of what a trial
+    needs (calibrated, the objects tracked so far), sent again when it changes; the episode
+    protocol is the PiPER node's (test/robot_nodes/piper/test_piper_episode.py)."""
     import rclpy
     from rclpy.parameter import Parameter
-    from std_msgs.msg import String
 
     from vla_bridge import contract as C
     from vla_bridge.ros import messages
     from vla_bridge.robot_nodes.tracker.tracker_node import TrackerNode
 
-    objects = tmp_path / "objects.yaml"  # a board but no objects: no calibration needed
-    objects.write_text(yaml.safe_dump({"board": {"marker_length_m": 0.08, "markers": {}}}))
     rclpy.init()
     try:
-        node = TrackerNode(parameter_overrides=[Parameter("objects_file", value=str(objects)),
-                                                Parameter("stall_timeout_s", value=0.2)])
-        sent, frames = [], []
-        node.status = lambda kind, **fields: sent.append((kind, fields))
-        node.pub_frames.publish = frames.append
-
-        def robot(kind, episode="e1", **fields):
-            node.on_robot_status(messages.json_msg({"kind": kind, "episode": episode, **fields}))
-
-        def command(t):
-            node.on_command(messages.joint_state_msg(C.JOINT_NAMES, home_command(), t))
-
-        command(10.0)
-        robot("ready")  # before the begin it answers
-        assert sent == []
-        node.on_control(String(data=json.dumps({"kind": "begin", "episode": "e1",
-                                                "task": {"source": None}})))
-        assert sent == [("ready", {"tick": 0, "stamp": 10.0})]
-        # the evaluator asks again (its begin or our ready was late): the same ready once
-        # more, the recording not restarted (one frame 0)
-        node.on_control(String(data=json.dumps({"kind": "begin", "episode": "e1",
-                                                "task": {"source": None}})))
-        robot("ready")
-        assert sent == [("ready", {"tick": 0, "stamp": 10.0})] * 2 and len(frames) == 1
-        sent.pop()
-        for t in (10.02, 10.04, 10.04, 10.06):  # a repeated stamp is not a new tick
-            command(t)
-        robot("chunk_done", calls=1)
-        robot("done", calls=1, reason="policy-call budget spent")
-        assert sent[1:] == [("chunk_done", {"tick": 3, "calls": 1}),
-                            ("done", {"ticks": 3, "calls": 1,
-                                      "reason": "policy-call budget spent"})]
-        rows = [row for msg in frames for row in messages.parse_frames(msg)]
-        assert [r[0] for r in rows] == [10.0, 10.02, 10.04, 10.06]
-        assert set(rows[0][2].tcp) == {"left", "right"}
-
-        # a robot that goes quiet mid-episode: the episode fails instead of hanging
-        node.on_control(String(data=json.dumps({"kind": "begin", "episode": "e2", "task": {}})))
-        robot("ready", episode="e2")
-        node.robot_progress -= 1.0
-        node.check_stall()
-        assert sent[-1][0] == "error" and "no progress" in sent[-1][1]["message"]
-
-        # the robot is ready before the tracker is (here: no joint command heard yet; on a
-        # real start, the cameras' first board view): wait for it, up to ready_wait_s
-        def episode(name):
-            node.on_control(String(data=json.dumps({"kind": "begin", "episode": name,
-                                                    "task": {}})))
-            node.command, heard = None, len(sent)
-            robot("ready", episode=name)
-            node.retry_ready()
-            return heard
-
-        heard = episode("e3")
-        assert len(sent) == heard  # not yet
-        command(20.0)
-        node.retry_ready()
-        assert sent[heard:] == [("ready", {"tick": 0, "stamp": 20.0})]
-        node.p["ready_wait_s"] = 0.0
-        heard = episode("e4")
-        assert sent[heard:] == [("error", {"message": "no /joint_commands from the robot node yet"})]
+        node = TrackerNode(parameter_overrides=[
+            Parameter("image_topic", value="/cam_high/color/image_raw")])
+        topics = {name for name, _ in node.get_publisher_names_and_types_by_node(
+            "tracker_node", node.get_namespace())}
+        assert C.TOPIC_EPISODE_STATUS not in topics and C.TOPIC_FRAMES not in topics
+        assert node.pub_status.qos_profile.durability == \
+            messages.qos_profile(C.QOS_LATCHED).durability
+        first = node.status()
+        assert first == {"calibrated": False, "calibration_required": True, "objects": [],
+                         "camera": "cam_high", "image_topic": "/cam_high/color/image_raw",
+                         "board": sorted(config.board)}
+        sent, worlds = [], []
+        node.pub_status.publish = lambda msg: sent.append(messages.parse_json_msg(msg))
+        node.pub_world.publish = worlds.append
+        node.intr = INTR
+        truth = layout_poses(config)
+        del truth["yellow_block_2"]
+        image = messages.image_to_msg(render_scene(config, truth), 5.0, "cam_high")
+        node.on_image(image)
+        assert len(sent) == 1 and sent[0]["calibrated"]
+        assert sent[0]["objects"] == [n for n in config.object_names() if n in truth]
+        world = messages.msg_to_world_state(worlds[-1])
+        assert set(world.objects) == set(truth) and world.stamp == 5.0
+        node.on_image(image)  # nothing changed: nothing sent
+        assert len(sent) == 1 and len(worlds) == 2
         node.destroy_node()
     finally:
         rclpy.shutdown()
