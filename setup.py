@@ -72,7 +72,6 @@ setup(
             "sim_node = vla_bridge.sim_nodes.sim_node:main",
             "policy_node = vla_bridge.policy_nodes.policy_node:main",
             "evaluator_node = vla_bridge.evaluation.evaluator_node:main",
-            "libero_sim_node = vla_bridge.sim_nodes.libero.libero_node:main",
             "recorder_node = vla_bridge.data.recorder_node:main",
             "viewer_node = vla_bridge.data.viewer_node:main",
             "piper_node = vla_bridge.robot_nodes.piper.piper_node:main",

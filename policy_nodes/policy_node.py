@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import sys
 import time
+from dataclasses import dataclass
 
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
@@ -24,6 +25,7 @@ from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages, reach
+from vla_bridge.ros.node_config import declare, param
 from vla_bridge.ros.stamp_sync import StampSync
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.chunking import ChunkRunner, ChunkScheduler
@@ -35,41 +37,59 @@ HEARTBEAT_PERIOD_S = 0.02  # 50 Hz; the PiPER node holds after 0.15 s of silence
 BEGIN_NEEDS = ("task", "instruction")  # begin fields the node reads (contract.check_control)
 
 
+@dataclass(frozen=True)
+class PolicyConfig:
+    """The policy node's parameters (``vla-bridge params policy_node``)."""
+    backend: str = param("oracle", "policy backend spec: oracle, hold, openpi?..., torch?..., "
+                                   "lerobot?..., replay?..., package.module:Class")
+    chunk_size: int = param(50, "actions the policy returns per call")
+    action_horizon: int = param(50, "actions of each chunk the node publishes")
+    control_period: float = param(0.06, "seconds between a chunk's actions (time_from_start); "
+                                         "must equal the sim's")
+    image_source: str = param("raw", "images the policy reads: raw, or cued (the evaluator's "
+                                     "cue overlay)")
+    follow: str = param("language", "task a privileged backend (the oracle) plans under a cue "
+                                    "protocol: language or cue")
+    temporal_ensemble: bool = param(False, "ACT temporal ensembling of overlapping chunks "
+                                           "(needs action_horizon < chunk_size)")
+    async_inference: bool = param(False, "predict the next chunk while the current one "
+                                         "executes and splice them")
+    embodiment: str = param(C.DEFAULT_EMBODIMENT, "the graph's embodiment; a backend that "
+                                                  "declares another is refused at start")
+    heartbeat_process: bool = param(True, "beat the heartbeat from a child process (false: "
+                                          "from a thread of this one)")
+
+
 class PolicyNode(Node):
     def __init__(self):
         super().__init__("policy_node")
-        p = {k: self.declare_parameter(k, v).value for k, v in
-             {"backend": "oracle", "chunk_size": 50, "action_horizon": 50,
-              "control_period": 0.06, "image_source": "raw", "follow": "language",
-              "temporal_ensemble": False, "async_inference": False,
-              "embodiment": C.DEFAULT_EMBODIMENT, "heartbeat_process": True}.items()}
-        # follow: which task a privileged backend plans ("language" or "cue", see the oracle)
-        self.policy = make_policy(p["backend"], chunk_size=p["chunk_size"],
-                                  control_period=p["control_period"], follow=p["follow"])
+        p = self.config = declare(self, PolicyConfig)
+        self.policy = make_policy(p.backend, chunk_size=p.chunk_size,
+                                  control_period=p.control_period, follow=p.follow)
         self._pass_cue_task = _accepts(self.policy.set_instruction, "cue_task")
         # the graph's embodiment (names, cameras, action width); a backend that declares
         # another one is refused here, naming both (contract.agree_embodiment)
         self.embodiment = C.agree_embodiment({
-            "the graph (policy_node.embodiment)": p["embodiment"],
-            f"policy backend {p['backend']!r}": getattr(self.policy, "embodiment",
-                                                        C.DEFAULT_EMBODIMENT)})
-        self.dt = p["control_period"]
-        self.action_horizon = int(p["action_horizon"])  # actions executed per call
+            "the graph (policy_node.embodiment)": p.embodiment,
+            f"policy backend {p.backend!r}": getattr(self.policy, "embodiment",
+                                                     C.DEFAULT_EMBODIMENT)})
+        self.dt = p.control_period
+        self.action_horizon = int(p.action_horizon)  # actions executed per call
         self.episode: str | None = None
         self.calls = 0
         self.parts = StampSync(KEEP_STAMPS)  # stamp_ns -> {"state", "images": {...}, "world"}
-        self._make_io(p["image_source"])
+        self._make_io(p.image_source)
         # chunk execution hook (vla_bridge.policy_nodes.chunking): action horizon, temporal
         # ensembling, async inference with splicing, per-call latency breakdown
         self.chunking = ChunkRunner(
-            self.policy, ChunkScheduler(self.dt, self.action_horizon, p["temporal_ensemble"],
-                                        p["async_inference"]),
-            self._publish_chunk, self.status, self.get_logger().error, p["async_inference"])
+            self.policy, ChunkScheduler(self.dt, self.action_horizon, p.temporal_ensemble,
+                                        p.async_inference),
+            self._publish_chunk, self.status, self.get_logger().error, p.async_inference)
         self.chunking.action_dim = self.embodiment.action_dim
-        self.heartbeat = Heartbeat(self, HEARTBEAT_PERIOD_S, process=bool(p["heartbeat_process"]))
+        self.heartbeat = Heartbeat(self, HEARTBEAT_PERIOD_S, process=bool(p.heartbeat_process))
         self.ready_gate = reach.ReadyGate(self, self.reach_checks)
         self.ready_fields: dict | None = None  # the episode's ready, once its reset worked
-        self.get_logger().info(f"policy node ready: backend={p['backend']}")
+        self.get_logger().info(f"policy node ready: backend={p.backend}")
 
     def _make_io(self, image_source: str) -> None:
         q = messages.qos_profile

@@ -7,9 +7,9 @@
   ``embodiment.mjcf``;
 * ``sapien/``: the same workcell and scenes in SAPIEN 3 (``model``, ``backend``);
 * ``libero/``: LIBERO's suites in LIBERO's own environments, from ``.venv-libero``
-  (``backend``, ``session``, ``frames``, ``libero_node``);
-* ``session``: one episode's lock-step loop over a backend (pure, no ROS);
-* ``sim_node``: the ROS shell that publishes the contract's topics.
+  (``backend``, ``frames``);
+* ``session``: one episode's lock-step loop over any backend (pure, no ROS);
+* ``sim_node``: the ROS shell that publishes the contract's topics, for every backend.
 
 May import the foundation modules, ``embodiment``, ``ros`` and ``benchmarks``; never another
 node folder, ``evaluation`` or anything above. Only ``*_node`` modules import rclpy.

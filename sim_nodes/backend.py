@@ -1,4 +1,13 @@
-"""The simulator-backend protocol that MuJoCo (now), SAPIEN and LIBERO (later) implement."""
+"""The simulator-backend protocol that MuJoCo, SAPIEN and LIBERO implement, so one sim node
+and one `SimSession` drive them all (`sim_nodes/registry.py` names them).
+
+A backend declares what differs between simulated embodiments: the names, cameras and action
+width (`embodiment`), the rule every target passes (`action_limits`), where the arms start
+(`home_command`), and the rule that ends an episode besides the policy-call budget: a scene's
+own step budget (`step_budget`) and a task's success (`finished`, with the goals a begin asks
+it to watch). The defaults are the RoboFollow workcell's: the ALOHA PiPER pair, its joint
+limits, no step budget, and no task that ends an episode early.
+"""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -7,6 +16,8 @@ import numpy as np
 
 from vla_bridge import contract
 from vla_bridge.embodiment.cameras import CameraModel
+from vla_bridge.embodiment.limits import PairLimits
+from vla_bridge.embodiment.workcell import home_command
 from vla_bridge.embodiment.world import WorldState
 
 
@@ -67,3 +78,50 @@ class SimBackend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release renderer resources."""
+
+    # ------------------------------------------------------------------ the embodiment's rules
+    #: `render()` shows the state after every step; False: only after a step announced by
+    #: `observe_next()` (LIBERO renders only observed steps), so the sim runs lock-step only
+    images_every_step: bool = True
+
+    def observe_next(self) -> None:  # noqa: B027 - optional hook
+        """The next `step()` is followed by an observation (a backend that renders only
+        observed steps renders that one)."""
+
+    def action_limits(self):
+        """The rule every target passes before it is applied (`embodiment.limits`: an object
+        with ``enforce(target, last_command, dt)``); the PiPER pair's joint limits."""
+        return PairLimits()
+
+    def home_command(self) -> np.ndarray:
+        """The command the arms hold when an episode begins (the RoboFollow home pose)."""
+        return home_command()
+
+    def step_budget(self, scene: str) -> int | None:
+        """The scene's own step budget (ticks) when the begin names none (None: only the
+        policy-call budget ends an episode); an unknown scene is a ValueError."""
+        return None
+
+    def check_watch(self, task: dict):
+        """The begin task's goals to watch during the episode, checked for shape before any
+        reset (ValueError naming the problem); None when it names none. This backend checks
+        no goals, so a task that names some is refused."""
+        if task.get("goals") is not None or task.get("end_on") is not None:
+            raise ValueError(f"the {type(self).__name__} checks no task goals (goals / end_on)")
+        return None
+
+    def watch(self, goals) -> None:  # noqa: B027 - optional hook
+        """Watch `check_watch`'s goals from now on (called after `reset`)."""
+
+    @property
+    def finished(self) -> str | None:
+        """Why the task has ended the episode (its success), or None while it goes on."""
+        return None
+
+    def episode_info(self) -> dict:
+        """Fields of the episode's `ready` status beyond the tick, stamp and embodiment."""
+        return {}
+
+    def outcome(self) -> dict:
+        """Fields of the episode's `done` status beyond ticks, calls and reason."""
+        return {}

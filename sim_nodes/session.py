@@ -1,6 +1,16 @@
 """One episode on a simulator backend, independent of ROS: reset, observations, chunk
-execution under the policy-call budget. The sim node and the in-process runner both use it,
-so the node graph and the direct run execute exactly the same steps.
+execution under the budget. The sim node and the in-process runners both use it, so the node
+graph and the direct run execute exactly the same steps, for every backend: what differs
+between embodiments (limits, home pose, the rule that ends an episode) comes from the backend
+(`sim_nodes/backend.py`).
+
+The budget (`Budget`): at most ``max_policy_calls`` chunks, each truncated to
+``max_actions_per_call`` actions, and, when the begin or the scene sets one (LIBERO's suites:
+`SimBackend.step_budget`), at most ``max_steps`` ticks. The episode also ends as soon as the
+backend's task is done (`SimBackend.finished`: LIBERO's goal predicates, or the goal of the
+begin's ``end_on`` role). Chunks arrive validated (`messages.msg_to_chunk` at the sim node's
+edge, `contract.validate_chunk` in the in-process runners): the session does not check them
+again.
 
 Charged latency (``execute_charged``, the sim's ``latency:=charged``): still lock-step (the
 world waits for each chunk, so a seed gives the same episode), but a call's latency L is
@@ -15,8 +25,10 @@ whole budget (``max_ticks`` ticks, ``charge_cap_ms``): a longer wait (say, the m
 a hung policy) would only hold the sim long after the episode is over; ``charged_ms`` records
 the capped value, so a replay is the same episode.
 
-Every target goes through the real arm's limit and step rules (`embodiment.limits`, numbers
-from config/piper_safety.yaml) before it is applied: joints clipped to the arm's ranges (the
+Every target goes through the embodiment's rule (`SimBackend.action_limits`) before it is
+applied. LIBERO's normalised actions are clipped to their ranges. The PiPER pair's go through
+the real arm's limit and step rules (`embodiment.limits`, numbers from
+config/piper_safety.yaml): joints clipped to the arm's ranges (the
 ranges themselves; the real arm's extra margin guards servo overshoot the sim does not have),
 grippers to [gripper_min, gripper_max], and each joint's step from the last executed command
 to the arm's own top speed (arm_max_joint_speed_rad_s, 3 rad/s) times the control period.
@@ -28,13 +40,11 @@ the sim's 0.06 s tick they allow 0.06-0.1 rad, and the oracle's own plans step u
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from vla_bridge import contract
-from vla_bridge.embodiment.limits import JointLimits, load_sim_limits
-from vla_bridge.embodiment.workcell import arm_slice, home_command
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.sim_nodes.backend import SimBackend
 
@@ -43,6 +53,7 @@ from vla_bridge.sim_nodes.backend import SimBackend
 class Budget:
     max_policy_calls: int = 10
     max_actions_per_call: int = 50
+    max_steps: int | None = None  # ticks; None: the scene's own (SimBackend.step_budget)
 
 
 @dataclass(frozen=True)
@@ -97,14 +108,14 @@ def summarize_events(events: list[LimitEvent], show: int = 3) -> str:
 
 
 class SimSession:
-    def __init__(self, backend: SimBackend, cameras=None, limits: JointLimits | None = None):
+    def __init__(self, backend: SimBackend, cameras=None, limits=None):
         self.backend = backend
         self.cameras = tuple(cameras or backend.embodiment.camera_names)
-        self.limits = limits or load_sim_limits()
+        self.limits = limits if limits is not None else backend.action_limits()
         self.budget = Budget()
         self.calls = 0
         self.ticks = 0
-        self.command = home_command()
+        self.command = backend.home_command()
         self.events: list[LimitEvent] = []
         self._awaiting = None  # stamp of the observation whose answer is not counted yet
         self.sampler: FrameSampler | None = None  # record_fps frames between ticks
@@ -118,19 +129,29 @@ class SimSession:
         self.sampler = (FrameSampler(fps, self.backend.physics_dt, on_frame) if fps else None)
 
     def begin(self, scene: str, layout: str, seed: int, budget: Budget | None = None,
-              cue_objects=(), charged=None) -> None:
+              cue_objects=(), charged=None, task: dict | None = None) -> None:
         """Reset for an episode. ``charged``: None (plain lock-step), a latency in ms per
-        policy call (at least one per call of the budget) or contract.CHARGED_MEASURED."""
+        policy call (at least one per call of the budget) or contract.CHARGED_MEASURED.
+        ``task``: the begin's task, whose goals the backend may watch (`check_watch`).
+        Everything is checked before the reset, so a refused begin leaves the running
+        episode as it was (the goals' names in the new scene excepted: they are known only
+        once it is loaded)."""
         budget = budget or Budget()
         check_charged(charged, budget.max_policy_calls)
+        max_steps = budget.max_steps or self.backend.step_budget(scene)
+        if charged is not None and max_steps is not None:
+            raise ValueError("charged latency needs an episode bounded by policy calls only; "
+                             f"this one has a step budget ({max_steps} steps)")
+        goals = self.backend.check_watch(task or {})
         self.backend.reset(scene, layout, seed, cue_objects)
-        self.budget = budget
+        self.backend.watch(goals)
+        self.budget = replace(budget, max_steps=max_steps)
         self.charged = charged if charged is None or isinstance(charged, str) else list(charged)
         self.charged_ms = []
         self.queue = []
         self.calls = 0
         self.ticks = 0
-        self.command = home_command()
+        self.command = self.backend.home_command()
         self.events = []
         self._awaiting = None
         if self.sampler is not None:
@@ -138,7 +159,29 @@ class SimSession:
 
     @property
     def done(self) -> bool:
-        return self.calls >= self.budget.max_policy_calls
+        return (self.backend.finished is not None or self.calls >= self.budget.max_policy_calls
+                or self._steps_spent)
+
+    @property
+    def _steps_spent(self) -> bool:
+        return self.budget.max_steps is not None and self.ticks >= self.budget.max_steps
+
+    @property
+    def reason(self) -> str:
+        """Why the episode ended (or "running")."""
+        if self.backend.finished is not None:
+            return self.backend.finished
+        if self._steps_spent:
+            return f"step budget spent ({self.budget.max_steps} steps)"
+        return "policy-call budget spent" if self.done else "running"
+
+    def ready_info(self) -> dict:
+        """The episode's fields for the `ready` status: the backend's, and the step budget
+        when one applies."""
+        info = self.backend.episode_info()
+        if self.budget.max_steps is not None:
+            info["max_steps"] = self.budget.max_steps
+        return info
 
     def observation(self, images: bool = True, world: bool = True) -> Observation:
         obs = Observation(
@@ -168,17 +211,34 @@ class SimSession:
         events, self.events = self.events, []
         return events
 
-    def execute(self, chunk):
-        """Run one policy call's chunk (truncated to the per-call budget); yields after each
-        executed action so callers can record/publish the tick."""
+    def _start_call(self, chunk) -> list:
+        """A validated chunk's actions within the per-call budget, counted as a call."""
         if self.done:
-            raise RuntimeError("policy-call budget already spent")
-        actions = contract.validate_chunk(chunk)[: self.budget.max_actions_per_call]
+            raise RuntimeError(f"the episode is over ({self.reason})")
         self.calls += 1
         self._awaiting = None  # this chunk answered the observation
-        for target in actions:
+        return list(np.asarray(chunk, dtype=float)[: self.budget.max_actions_per_call])
+
+    def _ticks_left(self) -> float:
+        return (self.budget.max_steps - self.ticks if self.budget.max_steps is not None
+                else float("inf"))
+
+    def execute(self, chunk):
+        """Run one policy call's chunk (truncated to the per-call budget, and to the steps
+        left); yields after each executed action so callers can record/publish the tick. The
+        episode's end (`done`) stops it early; the last tick is announced to the backend as
+        the one the next observation shows."""
+        actions = self._start_call(chunk)
+        return self._run(actions[: int(min(len(actions), self._ticks_left()))])
+
+    def _run(self, actions):
+        for k, target in enumerate(actions):
+            if k == len(actions) - 1:
+                self.backend.observe_next()
             self.step_action(target)
             yield self.command
+            if self.backend.finished is not None:
+                return
 
     def execute_charged(self, chunk, measured_ms: float | None = None,
                         period: int | None = None):
@@ -187,18 +247,22 @@ class SimSession:
         ``period``: ticks of the chunk before the caller observes again (None: all).
         Yields after each executed tick, charged ticks included."""
         if self.done:
-            raise RuntimeError("policy-call budget already spent")
-        actions = contract.validate_chunk(chunk)[: self.budget.max_actions_per_call]
+            raise RuntimeError(f"the episode is over ({self.reason})")
         delay = contract.charged_ticks(self.charge(measured_ms), self.backend.control_period)
-        self.calls += 1
-        self._awaiting = None  # this chunk answered the observation
+        actions = self._start_call(chunk)
+        ticks = []
         for _ in range(delay):  # the policy is still thinking: the robot goes on
-            self.step_action(self.queue.pop(0) if self.queue else self.command)
-            yield self.command
-        self.queue = list(actions[delay:])  # the newest chunk wins; late actions dropped
+            ticks.append(self.queue.pop(0) if self.queue else None)
+        self.queue = actions[delay:]  # the newest chunk wins; late actions dropped
         run = len(self.queue) if period is None or self.done else min(period, len(self.queue))
-        for _ in range(run):
-            self.step_action(self.queue.pop(0))
+        ticks += [self.queue.pop(0) for _ in range(run)]
+        return self._run_charged(ticks)
+
+    def _run_charged(self, ticks):
+        for k, target in enumerate(ticks):
+            if k == len(ticks) - 1:
+                self.backend.observe_next()
+            self.step_action(self.command if target is None else target)
             yield self.command
 
     @property
@@ -222,7 +286,7 @@ class SimSession:
         return latency
 
     def step_action(self, target) -> None:
-        """Apply one absolute joint target, within the limits, and advance one control period."""
+        """Apply one target, within the embodiment's rule, and advance one control period."""
         command = self.enforce_limits(target)
         self.backend.apply(command)
         self.command = command
@@ -234,23 +298,19 @@ class SimSession:
         self.ticks += 1
 
     def enforce_limits(self, target) -> np.ndarray:
-        """The target (contract vector) per arm clipped to the ranges and step-limited from the
-        last command; every rule that acted is added to `events`."""
-        target = np.asarray(target, dtype=float)
-        out = target.copy()
-        for arm in contract.ARMS:
-            sl = arm_slice(arm)
-            cand, notes = self.limits.clip(target[sl])
-            cand, note = self.limits.limit_step(cand, self.command[sl],
-                                                self.backend.control_period)
-            notes += [note] if note is not None else []
-            self.events += [LimitEvent(self.ticks + 1, arm, n.rule, n.detail) for n in notes]
-            out[sl] = cand
-        return out
+        """The target passed through the embodiment's rule (`SimBackend.action_limits`: the
+        PiPER pair's ranges and step from the last command, LIBERO's action ranges); every
+        rule that acted is added to `events`."""
+        command, notes = self.limits.enforce(target, self.command, self.backend.control_period)
+        self.events += [LimitEvent(self.ticks + 1, part, n.rule, n.detail) for part, n in notes]
+        return command
 
     @property
     def max_ticks(self) -> int:
-        """Episode length in ticks when the sim runs in real time (same frame count as lock-step)."""
+        """Episode length in ticks when the sim runs in real time (same frame count as
+        lock-step): the step budget, else every call's actions."""
+        if self.budget.max_steps is not None:
+            return self.budget.max_steps
         return self.budget.max_policy_calls * self.budget.max_actions_per_call
 
 

@@ -1,4 +1,8 @@
-"""Sim node: a simulator backend behind the contract's topics.
+"""Sim node: a simulator backend behind the contract's topics, for every backend of
+`sim_nodes/registry.py` (MuJoCo and SAPIEN: the RoboFollow workcell; LIBERO: LIBERO's task
+suites, run from `.venv-libero`). It speaks the backend's embodiment (names, cameras, action
+width) and ends an episode by the session's rule: the policy-call budget, the step budget
+(LIBERO's suites have one), or the task's success (`SimBackend.finished`).
 
 Lock-step (default): after `start` the node publishes an observation (joint state + camera
 images with one stamp) and waits; each action chunk that answers that stamp is executed
@@ -22,6 +26,16 @@ up, as plain lock-step). The latency per call comes from the begin message (a li
 with "measured", is the wall-clock wait from the observation to its chunk; the done status
 reports what each call was charged.
 
+A backend that renders only observed steps (LIBERO: `images_every_step` False) runs
+lock-step only: `lock_step:=false` or `image_every_tick:=true` is refused at start.
+
+Begin fields it reads: `task` ({"scene", "layout"}, and for LIBERO-VIFO the `goals` to watch
+and `end_on`), `seed`, `max_policy_calls`, `max_actions_per_call`, `max_steps` (default: the
+scene's own budget, if any), `charged_latency_ms`, and the cue fields of a scene-placed cue.
+The `ready` status names the embodiment and carries the backend's episode fields (LIBERO:
+the instruction, which goals held at the start, the step budget); `done` carries the
+backend's outcome (LIBERO: `success`, per role `goals`, `steps`).
+
 Dense frames (`record_fps` > 0, for datasets): every 1/record_fps s of sim time, on the
 physics clock between control ticks (`session.FrameSampler`), the node publishes every camera,
 the measured joints and the executed target on the contract's /vla_bridge/record/* topics.
@@ -32,6 +46,8 @@ import shutil
 import sys
 import tempfile
 import time
+
+from dataclasses import dataclass
 
 import numpy as np
 from rclpy.node import Node
@@ -44,6 +60,7 @@ from visualization_msgs.msg import MarkerArray
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
 from vla_bridge.ros.episode_control import control_handler, sim_ready_gate
+from vla_bridge.ros.node_config import declare, param
 from vla_bridge.sim_nodes.registry import make_backend
 from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
@@ -51,27 +68,56 @@ BEGIN_NEEDS = ("task", "seed")  # begin fields the node reads (contract.check_co
 REAL_TIME_OBSERVATION_PERIOD = 10  # observation_period 0 in real time
 
 
+@dataclass(frozen=True)
+class SimConfig:
+    backend: str = param("mujoco", "simulator backend (sim_nodes/registry.py): mujoco, sapien "
+                         "or libero")
+    embodiment: str = param("", "the embodiment the graph speaks; refused unless the "
+                            "backend's (empty: the backend's)")
+    lock_step: bool = param(True, "advance only when the action for the current tick arrived "
+                            "(false: real time on a wall-clock timer)")
+    control_period: float = param(0.0, "seconds of sim time per executed action (0: the "
+                                  "embodiment's own: 0.06 PiPER pair, 0.05 LIBERO)")
+    image_width: int = param(0, "width of the published images (0: the embodiment's)")
+    image_height: int = param(0, "height of the published images (0: the embodiment's)")
+    image_every_tick: bool = param(False, "render every tick (false: only when the policy "
+                                   "needs an observation)")
+    observation_period: int = param(0, "ticks of a chunk between observations; 0: real time "
+                                    "10, charged latency when the chunk is used up")
+    record_fps: int = param(0, "dense frames for datasets (/vla_bridge/record/*): 0 off, else "
+                            "a divisor of the physics rate (250 Hz in MuJoCo)")
+
+
+def backend_options(config: SimConfig) -> dict:
+    """The backend's constructor arguments the node's config sets (0: the backend's own)."""
+    options = {"control_period": config.control_period, "width": config.image_width,
+               "height": config.image_height}
+    return {k: v for k, v in options.items() if v}
+
+
 class SimNode(Node):
     def __init__(self):
         super().__init__("sim_node")
-        p = self._declare({"backend": "mujoco", "lock_step": True, "control_period": 0.06,
-                           "image_width": C.ALOHA_PIPER.image_size[0],
-                           "image_height": C.ALOHA_PIPER.image_size[1],
-                           "image_every_tick": False, "scene": "scene1",
-                           "observation_period": 0, "record_fps": 0})
-        self.lock_step = bool(p["lock_step"])
-        period = max(0, int(p["observation_period"]))  # 0: the mode's own default
+        p = declare(self, SimConfig)
+        self.lock_step = bool(p.lock_step)
+        period = max(0, int(p.observation_period))  # 0: the mode's own default
         self.observation_period = period or REAL_TIME_OBSERVATION_PERIOD  # real time
         self.charged_period = period or None  # charged latency; None: when the chunk is used up
-        self.dt = float(p["control_period"])
-        backend = make_backend(p["backend"], control_period=p["control_period"],
-                               width=p["image_width"], height=p["image_height"])
+        backend = make_backend(p.backend, **backend_options(p))
+        self.dt = backend.control_period
         self.embodiment = backend.embodiment  # the names, cameras and action width it speaks
+        if p.embodiment and p.embodiment != self.embodiment.name:
+            raise ValueError(f"sim backend {p.backend!r} speaks embodiment "
+                             f"{self.embodiment.name!r}, the graph declares {p.embodiment!r}")
+        if not backend.images_every_step and (not self.lock_step or p.image_every_tick):
+            raise ValueError(f"sim backend {p.backend!r} renders only the steps before an "
+                             "observation: it runs lock-step (lock_step:=true, "
+                             "image_every_tick:=false)")
         self.session = SimSession(backend)
-        self.record_fps = int(p["record_fps"])
+        self.record_fps = int(p.record_fps)
         if self.record_fps:
             self.session.record_frames(self.record_fps, self.publish_record_frame)
-        self.image_every_tick = p["image_every_tick"]
+        self.image_every_tick = p.image_every_tick
         self.episode: str | None = None
         self.pending_stamp_ns: int | None = None  # observation awaiting its chunk
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
@@ -87,11 +133,9 @@ class SimNode(Node):
         self.ready_fields: dict = {}  # the current episode's ready (a repeated begin gets it again)
         if not self.lock_step:
             self.create_timer(self.dt, self.real_time_tick)
-        self.get_logger().info(f"sim node ready: backend={p['backend']} lock_step={self.lock_step} "
-                               f"period={p['control_period']}s")
-
-    def _declare(self, defaults: dict) -> dict:
-        return {k: self.declare_parameter(k, v).value for k, v in defaults.items()}
+        self.get_logger().info(f"sim node ready: backend={p.backend} "
+                               f"embodiment={self.embodiment.name} lock_step={self.lock_step} "
+                               f"period={self.dt}s")
 
     def _make_io(self) -> None:
         q = messages.qos_profile
@@ -147,14 +191,15 @@ class SimNode(Node):
         """Reset the scene for a begin request; the episode is adopted only once the reset
         worked (an unknown scene or layout leaves the running episode as it was)."""
         task = ctl["task"]
-        budget = Budget(ctl.get("max_policy_calls", 10), ctl.get("max_actions_per_call", 50))
+        budget = Budget(ctl.get("max_policy_calls", 10), ctl.get("max_actions_per_call", 50),
+                        ctl.get("max_steps"))
         charged = ctl.get("charged_latency_ms")
         if charged is not None and not self.lock_step:
             raise ValueError("charged latency needs the lock-step sim (lock_step:=true); real "
                              "time already pays the policy's latency on the wall clock")
         offset = self.now() + 1.0  # a clear gap between episodes on /clock
         self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
-                           cue_objects=self.scene_cues(ctl), charged=charged)
+                           cue_objects=self.scene_cues(ctl), charged=charged, task=task)
         self.clock_offset = offset
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
@@ -167,7 +212,8 @@ class SimNode(Node):
         self.publish_tick()
         self.flush_frames()
         self.publish_world(self.now())
-        self.ready_fields = {"tick": 0, "stamp": self.now(), "embodiment": self.embodiment.name}
+        self.ready_fields = {"tick": 0, "stamp": self.now(), "embodiment": self.embodiment.name,
+                             **self.session.ready_info()}
         self.answer_ready()
 
     def scene_cues(self, ctl: dict) -> list:
@@ -270,12 +316,8 @@ class SimNode(Node):
         if messages.stamp_ns(msg.header.stamp) != self.pending_stamp_ns:
             self.get_logger().warning("stale action chunk (answers an older observation); dropped")
             return
-        try:
-            chunk = C.validate_chunk(messages.msg_to_chunk(msg, self.embodiment.action_names),
-                                     self.embodiment.action_dim)
-        except ValueError as exc:  # hold position, tell the evaluator
-            self.get_logger().error(f"rejected action chunk: {exc}")
-            self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
+        chunk = self.accept_chunk(msg)
+        if chunk is None:  # hold position; the evaluator was told
             return
         self.pending_stamp_ns = None
         timing = self.timing
@@ -294,11 +336,22 @@ class SimNode(Node):
         if self.session.done:
             timing["step_s"] -= timing["publish_s"]
             self.status(C.STATUS_DONE, ticks=self.session.ticks, calls=self.session.calls,
-                        reason="policy-call budget spent",
+                        reason=self.session.reason,
                         timing={k: round(v, 4) for k, v in timing.items()},
-                        **self.charged_fields())
+                        **self.charged_fields(), **self.session.backend.outcome())
         else:
             self.publish_observation()
+
+    def accept_chunk(self, msg: JointTrajectory):
+        """The chunk of a message, validated once at this edge (`messages.msg_to_chunk`: the
+        embodiment's names, the width, finite values); None, with one error line and an
+        error status, when it is malformed."""
+        try:
+            return messages.msg_to_chunk(msg, self.embodiment.action_names)
+        except ValueError as exc:
+            self.get_logger().error(f"rejected action chunk: {exc}")
+            self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
+            return None
 
     def steps(self, chunk, waited_s: float):
         """The session's ticks for a lock-step chunk: plain, or with its latency charged (the
@@ -329,12 +382,8 @@ class SimNode(Node):
     def on_chunk_real_time(self, msg: JointTrajectory) -> None:
         if not self.running:
             return
-        try:
-            chunk = C.validate_chunk(messages.msg_to_chunk(msg, self.embodiment.action_names),
-                                     self.embodiment.action_dim)
-        except ValueError as exc:
-            self.get_logger().error(f"rejected action chunk: {exc}")
-            self.status(C.STATUS_ERROR, message=f"rejected action chunk: {exc}")
+        chunk = self.accept_chunk(msg)
+        if chunk is None:
             return
         t_obs = messages.stamp_to_sec(msg.header.stamp)
         now = self.now()

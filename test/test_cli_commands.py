@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from support.cli_process import run_cli
 from vla_bridge.cli import SUBCOMMANDS, build_parser, main as cli_main
 from vla_bridge.cli.bench import BENCHMARKS
 
@@ -44,7 +45,7 @@ BENCH_FLAGS = {
 VERBS = {
     "console": "--sheet",        # python -m vla_bridge.reporting.operator_console
     "markers": "DIR",            # python -m vla_bridge.robot_nodes.tracker.tracker --print-markers
-    "cue-table": "RUN_DIR",      # python -m vla_bridge.evaluation.cue_metrics
+    "cue-table": "RUN_DIR",      # python -m vla_bridge.evaluation.cues.metrics
     "init-policy": "--chunk-size",  # python -m vla_bridge.policy_nodes.torch_policy init
     "entropy": "--summary",      # python -m vla_bridge.benchmarks.robofollow.entropy
     "grounding": "--help",       # python -m vla_bridge.benchmarks.vifo.grounding
@@ -221,8 +222,7 @@ def test_dds_cleanup_removes_the_files_of_dead_processes(tmp_path, monkeypatch, 
 
 
 def test_dds_cleanup_runs_on_this_machine():
-    result = subprocess.run([sys.executable, "-m", "vla_bridge.cli", "dds-cleanup"],
-                            capture_output=True, text=True, timeout=60)
+    result = run_cli("dds-cleanup", timeout=60)  # its own process (support/cli_process)
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"removed \d+ stale Fast DDS shared-memory file\(s\) \(\d+ MiB\) left by "
                         r"dead processes; \d+ in use\n", result.stdout), result.stdout
@@ -230,8 +230,8 @@ def test_dds_cleanup_runs_on_this_machine():
 
 @pytest.mark.parametrize("path", [
     "vla_bridge/reporting/operator_console.py", "vla_bridge/ros/dds_shm.py",
-    "vla_bridge/evaluation/cue_metrics.py", "vla_bridge/benchmarks/robofollow/entropy.py",
-    "vla_bridge/benchmarks/vifo/grounding.py", "robot_nodes/tracker/tracker.py",
+    "vla_bridge/evaluation/cues/metrics.py", "vla_bridge/benchmarks/robofollow/entropy.py",
+    "vla_bridge/benchmarks/vifo/instructions/grounding.py", "robot_nodes/tracker/tracker.py",
     "policy_nodes/torch_policy.py", "vla_bridge/perf/policy.py", "vla_bridge/perf/cues.py",
 ])
 def test_the_old_python_m_entries_are_gone(path):
@@ -251,3 +251,36 @@ def test_top_level_help_imports_no_heavy_library():
     assert result.stdout.strip().splitlines()[-1] == "[]"
     for name in [*VERBS, "bench"]:
         assert f"    {name}" in result.stdout
+
+
+# ------------------------------------------------------------------------ params
+
+
+def test_params_lists_every_node_with_its_config_class(capsys):
+    assert cli_main(["params"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "policy_node: PolicyConfig (robofollow_sim, libero_sim, robofollow_real)" in out
+    assert "evaluator_node: EngineConfig + LiberoConfig (libero_sim)" in out
+    assert ("evaluator_node: EngineConfig + RoboFollowConfig (robofollow_sim, robofollow_real)"
+            in out)
+    assert out[-1] == "`vla-bridge params NODE [--graph GRAPH]`: its parameters"
+
+
+def test_params_of_a_node_is_its_config_help_with_the_graphs_values(capsys):
+    from vla_bridge.policy_nodes.policy_node import PolicyConfig
+    from vla_bridge.ros.node_config import help_text
+    assert cli_main(["params", "policy_node", "--graph", "libero_sim"]) == 0
+    title, *lines = capsys.readouterr().out.splitlines()
+    assert title == "policy_node (PolicyConfig; libero_sim):"
+    assert [ln.split(" [config/")[0] for ln in lines] == [
+        f"  {ln}" for ln in help_text(PolicyConfig).splitlines()]
+    assert "  chunk_size (int, default 50): actions the policy returns per call " \
+           "[config/libero_sim.yaml: 5]" in lines  # the file's value, what runs
+    assert not any("image_source" in ln and "[config/" in ln for ln in lines)  # the default
+
+
+def test_params_of_an_unknown_node_is_one_line_naming_the_nodes(capsys):
+    assert cli_main(["params", "policy_nodee"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no node 'policy_nodee' in any graph" in err
+    assert "policy_node" in err.split("nodes: ")[1]

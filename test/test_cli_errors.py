@@ -3,20 +3,19 @@ traceback; `tasks` takes the same `--seed` as `launch`; `entropy` has a --help."
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
+from support.cli_process import run_cli
 from vla_bridge.benchmarks.robofollow.tasks import episode_seed
 
 TASK = "L0_pickup_yellow_block_3"
 
 
-def _run(*args: str, module: str = "vla_bridge.cli", timeout: float = 120):
+def _run(*args: str, timeout: float = 120):
+    """`python -m vla_bridge.cli ARGS`, a process of its own (forked warm: support/cli_process)."""
     env = {k: v for k, v in os.environ.items() if k != "VLA_BRIDGE_API_KEY"}
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return run_cli(*args, timeout=timeout, env=env)
 
 
 def _assert_one_line_error(result, *expected: str) -> None:

@@ -21,6 +21,7 @@ logic that tests drive without DDS. Imports inside functions count too.
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 from pathlib import Path
 
@@ -49,7 +50,7 @@ ROS_PACKAGES = {"rclpy", "rosgraph_msgs", "sensor_msgs", "std_msgs", "std_srvs",
 # Modules outside ros/ and *_node.py that talk to ROS, and why.
 ROS_SHELLS = {
     "vla_bridge.robot_nodes.realsense.realsense_io": "loads rclpy before pyrealsense2 (shared-library order)",
-    "vla_bridge.evaluation.cue_overlay": "the evaluator's overlay: cued images in and out as messages",
+    "vla_bridge.evaluation.cues.overlay": "the evaluator's overlay: cued images in and out as messages",
 }
 MAX_MODULE_LINES = 600
 
@@ -90,18 +91,31 @@ def imported_modules(module: str, path: Path, known: set[str]) -> set[str]:
     `from pkg import name` that is pkg.name when that is one of our modules, else pkg."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names = set()
+    for imported, level, aliases in _import_statements(path, path.stat().st_mtime_ns):
+        if level is None:  # import a, b.c
+            names.update(aliases)
+            continue
+        base = imported
+        if level:
+            parts = package.split(".")
+            base = ".".join(parts[:len(parts) - level + 1] + ([base] if base else []))
+        for alias in aliases:
+            submodule = f"{base}.{alias}"
+            names.add(submodule if submodule in known else base)
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def _import_statements(path: Path, mtime_ns: int) -> tuple:
+    """(module or "", level, names) of each `from` import in `path`, (None, None, names) of
+    each plain import: the file parsed once however many checks read it (per version)."""
+    found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            found.append((None, None, tuple(alias.name for alias in node.names)))
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
-            for alias in node.names:
-                submodule = f"{base}.{alias.name}"
-                names.add(submodule if submodule in known else base)
-    return names
+            found.append((node.module or "", node.level, tuple(a.name for a in node.names)))
+    return tuple(found)
 
 
 def may_use_ros(module: str) -> bool:

@@ -70,16 +70,13 @@ def joint_names(arms: tuple[str, ...] = ARMS) -> list[str]:
     return names
 
 
-JOINT_NAMES = joint_names()
-ACTION_DIM = len(JOINT_NAMES)  # 14
 GRIPPER_INDEX = {arm: i * JOINTS_PER_ARM + len(ARM_JOINTS) for i, arm in enumerate(ARMS)}  # 6, 13
 GRIPPER_OPEN = 1.0
 GRIPPER_CLOSED = 0.0
 
 # ---------------------------------------------------------------------------- cameras
-CAMERAS = ("cam_high", "cam_left_wrist", "cam_right_wrist")
-IMAGE_WIDTH = 320
-IMAGE_HEIGHT = 240
+# Each embodiment names its cameras and image size (`Embodiment.cameras`, `image_size`); the
+# topics below accept the cameras any declared embodiment names (`camera_names()`).
 IMAGE_ENCODING = "rgb8"
 
 # ------------------------------------------------------------------------------- QoS
@@ -115,10 +112,12 @@ TOPIC_POLICY_STATUS = f"{NS}/policy/status"  # std_msgs/String JSON, policy -> e
 #: std_msgs/Header (stamp: the policy node's clock), 50 Hz from the policy node's own thread:
 #: the robot node holds the arms when it goes silent (robot_nodes/piper/piper_node.py)
 TOPIC_POLICY_HEARTBEAT = f"{NS}/policy/heartbeat"
-#: Real graph: the PiPER node's own episode status (wall-clock ready / chunk_done / done) is
-#: remapped here; the tracker node relays the full protocol on TOPIC_EPISODE_STATUS with a
-#: tick count that matches the frames it published (robot_nodes/tracker/tracker_node.py).
-TOPIC_ROBOT_EPISODE_STATUS = f"{NS}/robot/episode_status"
+#: Real graph: the tracker node's readiness, std_msgs/String JSON, latched, sent again on every
+#: change: {"calibrated": bool, "calibration_required": bool (it tracks objects),
+#: "objects": [names tracked so far], "camera": str, "image_topic": str, "board": [marker ids]}.
+#: The PiPER node owns the real graph's episode protocol on TOPIC_EPISODE_STATUS and
+#: TOPIC_FRAMES (robot_nodes/piper/episode.py) and reads it when it answers a begin.
+TOPIC_TRACKER_STATUS = f"{NS}/tracker/status"
 
 
 def image_topic(camera: str) -> str:
@@ -165,9 +164,14 @@ def full_camera_info_topic(camera: str) -> str:
     return f"/{camera}/color/camera_info"
 
 
+def camera_names() -> tuple[str, ...]:
+    """The contract cameras (topic names) of every declared embodiment, in declaration order."""
+    return tuple(dict.fromkeys(c for e in EMBODIMENTS.values() for c in e.camera_names))
+
+
 def _check_camera(camera: str) -> None:
-    if camera not in CAMERAS:
-        raise ValueError(f"unknown camera {camera!r}; expected one of {CAMERAS}")
+    if camera not in camera_names():
+        raise ValueError(f"unknown camera {camera!r}; expected one of {camera_names()}")
 
 
 WORLD_FRAME = "world"
@@ -212,7 +216,7 @@ def charged_ticks(latency_ms: float, dt: float) -> int:
 
 def validate_chunk(chunk, dim: int | None = None) -> np.ndarray:
     """[H, dim] finite absolute targets, else ValueError naming the expected shape."""
-    dim = ACTION_DIM if dim is None else dim
+    dim = ALOHA_PIPER.action_dim if dim is None else dim
     arr = np.asarray(chunk, dtype=float)
     if arr.ndim != 2 or arr.shape[1] != dim or arr.shape[0] == 0:
         raise ValueError(f"action chunk must have shape [H, {dim}] with H >= 1, got {list(arr.shape)}")
@@ -229,7 +233,7 @@ _OPTIONAL_STR = (str, type(None))
 #: the begin message's fields and their types (checked when present; a node requires those it
 #: reads), and the smallest value of its integers
 BEGIN_FIELDS = {"task": (dict,), "seed": (int,), "instruction": (str,),
-                "max_policy_calls": (int,), "max_actions_per_call": (int,),
+                "max_policy_calls": (int,), "max_actions_per_call": (int,), "max_steps": (int,),
                 "cue_protocol": _OPTIONAL_STR, "cue_task": (dict, type(None)),
                 "cue_family": _OPTIONAL_STR, "cue_variant": _OPTIONAL_STR,
                 "cue_placement": _OPTIONAL_STR, "charged_latency_ms": (list, str, type(None))}
@@ -238,7 +242,7 @@ CHARGED_MEASURED = "measured"  # charged_latency_ms: the sim's wall-clock wait f
 #: already twice RoboFollow's whole default episode; beyond it a value is a typo or a unit
 #: slip, refused in one line (``latency_ms 10000000`` would hold the sim for days)
 MAX_CHARGED_LATENCY_MS = 60_000.0
-BEGIN_MINIMUM = {"seed": 0, "max_policy_calls": 1, "max_actions_per_call": 1}
+BEGIN_MINIMUM = {"seed": 0, "max_policy_calls": 1, "max_actions_per_call": 1, "max_steps": 1}
 #: per status source: its kinds and the fields each must carry (beyond kind and episode)
 STATUS_KINDS = {
     "sim": {STATUS_READY: {"stamp": _NUMBER}, STATUS_CHUNK_DONE: {},
@@ -358,13 +362,12 @@ def recorded_topics() -> dict[str, str]:
         TOPIC_FRAMES: "std_msgs/msg/Float64MultiArray",
         TOPIC_EPISODE_CONTROL: "std_msgs/msg/String",
         TOPIC_EPISODE_STATUS: "std_msgs/msg/String",
-        TOPIC_ROBOT_EPISODE_STATUS: "std_msgs/msg/String",
         TOPIC_POLICY_STATUS: "std_msgs/msg/String",
         TOPIC_POLICY_HEARTBEAT: "std_msgs/msg/Header",
         TOPIC_RECORD_JOINT_STATES: "sensor_msgs/msg/JointState",
         TOPIC_RECORD_JOINT_COMMANDS: "sensor_msgs/msg/JointState",
     }
-    for camera in CAMERAS:
+    for camera in camera_names():
         topics[image_topic(camera)] = "sensor_msgs/msg/Image"
         topics[camera_info_topic(camera)] = "sensor_msgs/msg/CameraInfo"
         topics[cued_image_topic(camera)] = "sensor_msgs/msg/Image"
@@ -439,18 +442,19 @@ class Embodiment:
                 f"{self.state_dim}-D state, cameras {', '.join(self.camera_names)} at {w}x{h}")
 
 
+_PAIR_UNITS = tuple("normalised" if n.endswith(GRIPPER) else "rad" for n in joint_names())
 ALOHA_PIPER = Embodiment(
     name="aloha_piper",
     description="the PiPER pair in ALOHA order (sim: MuJoCo RoboFollow; real: piper_sdk)",
     action_kind=ACTION_JOINT_ABSOLUTE,
-    action_names=tuple(JOINT_NAMES),
-    action_units=tuple("normalised" if n.endswith(GRIPPER) else "rad" for n in JOINT_NAMES),
-    state_names=tuple(JOINT_NAMES),
-    state_units=tuple("normalised" if n.endswith(GRIPPER) else "rad" for n in JOINT_NAMES),
+    action_names=tuple(joint_names()),
+    action_units=_PAIR_UNITS,
+    state_names=tuple(joint_names()),
+    state_units=_PAIR_UNITS,
     gripper="normalised opening, 1 = open, 0 = closed (state and action); openpi ALOHA and "
             "piper_sdk convert at their edges",
-    cameras=tuple((c, c) for c in CAMERAS),
-    image_size=(IMAGE_WIDTH, IMAGE_HEIGHT),
+    cameras=tuple((c, c) for c in ("cam_high", "cam_left_wrist", "cam_right_wrist")),
+    image_size=(320, 240),
     control_period=0.06,
 )
 

@@ -1,4 +1,5 @@
 """LIBERO's suites in LIBERO's own environments, run from ``.venv-libero`` (mujoco 3.3.7):
-``backend`` (the environment behind the ``SimBackend`` calls), ``session`` (one episode),
-``frames`` (first observations for Part I-A), ``libero_node`` (the ROS shell).
+``backend`` (the environment behind the ``SimBackend`` protocol, the ``libero`` entry of the
+sim backend registry; the one sim node and session drive it), ``frames`` (first observations
+for Part I-A), ``catalog`` (writes config/libero/suites.json from the installed LIBERO).
 """

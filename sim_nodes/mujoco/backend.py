@@ -24,6 +24,8 @@ from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
 os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402  (MUJOCO_GL must be set before the import)
 
+ALOHA = contract.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
 SHAPE_NAMES = {mujoco.mjtGeom.mjGEOM_BOX: "box", mujoco.mjtGeom.mjGEOM_SPHERE: "sphere",
                mujoco.mjtGeom.mjGEOM_CYLINDER: "cylinder"}
 
@@ -36,8 +38,8 @@ def _cue_objects_key(cue_objects) -> tuple:
 
 
 class MujocoBackend(SimBackend):
-    def __init__(self, control_period: float = 0.06, width: int = contract.IMAGE_WIDTH,
-                 height: int = contract.IMAGE_HEIGHT, timestep: float = 0.004,
+    def __init__(self, control_period: float = 0.06, width: int = ALOHA.image_size[0],
+                 height: int = ALOHA.image_size[1], timestep: float = 0.004,
                  settle_seconds: float = 0.3):
         self.control_period = control_period
         self.width, self.height = width, height
@@ -133,8 +135,8 @@ class MujocoBackend(SimBackend):
 
     def apply(self, target: np.ndarray) -> None:
         target = np.asarray(target, dtype=float)
-        if target.shape != (contract.ACTION_DIM,) or not np.all(np.isfinite(target)):
-            raise ValueError(f"joint target must be finite with shape ({contract.ACTION_DIM},), "
+        if target.shape != (ALOHA.action_dim,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"joint target must be finite with shape ({ALOHA.action_dim},), "
                              f"got shape {target.shape}")
         ctrl = self.data.ctrl
         for i, arm in enumerate(contract.ARMS):
@@ -157,7 +159,7 @@ class MujocoBackend(SimBackend):
         mujoco.mj_step(self.model, self.data, nstep=steps)
 
     def joint_positions(self) -> np.ndarray:
-        out = np.empty(contract.ACTION_DIM)
+        out = np.empty(ALOHA.action_dim)
         for i, arm in enumerate(contract.ARMS):
             base = i * contract.JOINTS_PER_ARM
             out[base:base + 6] = self.data.qpos[self._arm_qadr[arm]]
@@ -180,8 +182,8 @@ class MujocoBackend(SimBackend):
         return WorldState(stamp=self.time, objects=objects, tcp=tcp)
 
     def render(self, camera: str) -> np.ndarray:
-        if camera not in contract.CAMERAS:
-            raise ValueError(f"unknown camera {camera!r}; expected one of {contract.CAMERAS}")
+        if camera not in ALOHA.camera_names:
+            raise ValueError(f"unknown camera {camera!r}; expected one of {ALOHA.camera_names}")
         if self._renderer is None:
             self._renderer = mujoco.Renderer(self.model, self.height, self.width)
         self._renderer.update_scene(self.data, camera=camera)

@@ -36,6 +36,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from vla_bridge.sim_nodes.sapien import model as SM
 
+ALOHA = contract.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
 sapien.render.set_log_level("error")
 sapien.physx.set_scene_config(cpu_workers=0)  # one thread: the same result on any machine
 sapien.render.set_picture_format("Color", "r8g8b8a8unorm")  # uint8 images, no conversion
@@ -58,8 +60,8 @@ def _release_render_scene(render: SM.RenderScene) -> None:
 
 
 class SapienBackend(SimBackend):
-    def __init__(self, control_period: float = 0.06, width: int = contract.IMAGE_WIDTH,
-                 height: int = contract.IMAGE_HEIGHT, timestep: float = 0.004,
+    def __init__(self, control_period: float = 0.06, width: int = ALOHA.image_size[0],
+                 height: int = ALOHA.image_size[1], timestep: float = 0.004,
                  settle_seconds: float = 0.3):
         self.control_period = control_period
         self.width, self.height = int(width), int(height)
@@ -130,8 +132,8 @@ class SapienBackend(SimBackend):
 
     def apply(self, target: np.ndarray) -> None:
         target = np.asarray(target, dtype=float)
-        if target.shape != (contract.ACTION_DIM,) or not np.all(np.isfinite(target)):
-            raise ValueError(f"joint target must be finite with shape ({contract.ACTION_DIM},), "
+        if target.shape != (ALOHA.action_dim,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"joint target must be finite with shape ({ALOHA.action_dim},), "
                              f"got shape {target.shape}")
         for i, arm in enumerate(contract.ARMS):
             base = i * contract.JOINTS_PER_ARM
@@ -156,7 +158,7 @@ class SapienBackend(SimBackend):
         self._render_stale = True
 
     def joint_positions(self) -> np.ndarray:
-        out = np.empty(contract.ACTION_DIM)
+        out = np.empty(ALOHA.action_dim)
         for i, arm in enumerate(contract.ARMS):
             handles = self._arms[arm]
             qpos = np.asarray(handles.articulation.get_qpos(), float)[handles.qpos_index]
@@ -180,8 +182,8 @@ class SapienBackend(SimBackend):
         return WorldState(stamp=self.time, objects=objects, tcp=tcp)
 
     def render(self, camera: str) -> np.ndarray:
-        if camera not in contract.CAMERAS:
-            raise ValueError(f"unknown camera {camera!r}; expected one of {contract.CAMERAS}")
+        if camera not in ALOHA.camera_names:
+            raise ValueError(f"unknown camera {camera!r}; expected one of {ALOHA.camera_names}")
         if self._render_stale:
             self._render.sync(self._arms, {n: b[0] for n, b in self._bodies.items()})
             self._render_stale = False
@@ -190,8 +192,8 @@ class SapienBackend(SimBackend):
         return np.ascontiguousarray(component.get_picture("Color")[..., :3])
 
     def camera_model(self, camera: str) -> CameraModel:
-        if camera not in contract.CAMERAS:
-            raise ValueError(f"unknown camera {camera!r}; expected one of {contract.CAMERAS}")
+        if camera not in ALOHA.camera_names:
+            raise ValueError(f"unknown camera {camera!r}; expected one of {ALOHA.camera_names}")
         cam = self._render.cameras[camera]
         self._render.place(cam, self._arms)
         T = SM.pose_matrix(cam.component.get_global_pose())

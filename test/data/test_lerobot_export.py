@@ -46,7 +46,7 @@ def test_the_bag_holds_dense_frames_on_the_fps_grid(recorded_run):
     rows = graph_runs.results(recorded_run)
     frames = X.read_episode(recorded_run / rows[0]["bag"])
     assert frames.fps == 10 and frames.n == round(CALLS * 50 * 0.06 * 10) + 1
-    assert frames.images["cam_high"].shape == (frames.n, C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3)
+    assert frames.images["cam_high"].shape == (frames.n, C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3)
     # the arm moves: the executed targets change and the joints follow them (a gripper
     # closed on a block stays open by the block's width, so it is left out)
     assert np.ptp(frames.actions, axis=0).max() > 0.05
@@ -107,7 +107,7 @@ def test_the_video_export_writes_av1_videos_of_every_frame(recorded_run, tmp_pat
     info = json.loads((root / "meta" / "info.json").read_text())
     assert info["fps"] == 10 and info["total_episodes"] == 2
     assert info["features"]["observation.images.cam_high"]["dtype"] == "video"
-    assert info["features"][X.STATE]["names"] == C.JOINT_NAMES
+    assert info["features"][X.STATE]["names"] == list(C.ALOHA_PIPER.action_names)
     bags = [X.read_episode(recorded_run / r["bag"]) for r in graph_runs.results(recorded_run)]
     truth = np.concatenate([b.images["cam_high"] for b in bags])
     video = next((root / "videos" / "observation.images.cam_high").rglob("*.mp4"))

@@ -37,7 +37,7 @@ def _serializers():
         return H(stamp=T(sec=int(t), nanosec=int(round((t % 1) * 1e9))), frame_id=frame)
 
     def joints(q, t):
-        return bytes(store.serialize_cdr(JS(header=header(t), name=list(C.JOINT_NAMES),
+        return bytes(store.serialize_cdr(JS(header=header(t), name=list(C.ALOHA_PIPER.action_names),
                                             position=np.asarray(q, float), velocity=np.zeros(0),
                                             effort=np.zeros(0)), JS.__msgtype__))
 
@@ -63,8 +63,8 @@ def make_run(run: Path, episodes: int = 3) -> list[dict]:
             t, q = k / 10, np.full(14, 0.01 * k + e)
             bags.write(C.TOPIC_RECORD_JOINT_STATES, k, joints(q, t))
             bags.write(C.TOPIC_RECORD_JOINT_COMMANDS, k, joints(q + 0.1, t))
-            for cam in C.CAMERAS:
-                pixels = rng.integers(0, 256, (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), dtype=np.uint8)
+            for cam in C.ALOHA_PIPER.camera_names:
+                pixels = rng.integers(0, 256, (C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), dtype=np.uint8)
                 bags.write(C.record_image_topic(cam), k, image(pixels, t, cam))
         path, _ = bags.end(f"{key}@{e}")
         rows.append({"key": key, "task_id": "L0_task", "scene": "scene1", "level": "L0",

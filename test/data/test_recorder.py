@@ -81,7 +81,7 @@ class _Graph:
         for i, image in enumerate(images):
             self.pub_image.publish(m.image_to_msg(image, 0.06 * i, "cam_high"))
         for t in range(ticks):
-            self.pub_joints.publish(m.joint_state_msg(C.JOINT_NAMES, np.full(14, t * 0.01), 0.06 * t))
+            self.pub_joints.publish(m.joint_state_msg(C.ALOHA_PIPER.action_names, np.full(14, t * 0.01), 0.06 * t))
         self.sim_done(episode)
         self.control(C.CONTROL_END, episode)
         self.spin_until(lambda: any(s["kind"] == C.RECORDER_RECORDED and s["episode"] == episode
@@ -108,7 +108,7 @@ def recorded(tmp_path_factory):
     """Two episodes recorded over DDS: (run dir, the images sent, the recorder's statuses)."""
     run = tmp_path_factory.mktemp("run")
     rng = np.random.default_rng(3)
-    images = [rng.integers(0, 256, (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), dtype=np.uint8)
+    images = [rng.integers(0, 256, (C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), dtype=np.uint8)
               for _ in range(3)]
     graph = _Graph(run)
     try:
@@ -186,7 +186,7 @@ def test_a_repeated_begin_keeps_the_open_bag_and_is_answered_again(tmp_path):
     it records, keeps the bag it opened (with what arrived between the two begins) and
     records both begins."""
     rng = np.random.default_rng(5)
-    image = rng.integers(0, 256, (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), dtype=np.uint8)
+    image = rng.integers(0, 256, (C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), dtype=np.uint8)
     graph = _Graph(tmp_path)
     episode = "scene1/S1_L0_003/r1@3"
     try:

@@ -77,7 +77,7 @@ class _Graph:
         self.thread.start()
 
     def image(self, value: int, stamp: float = 0.0):
-        pixels = np.full((C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), value, np.uint8)
+        pixels = np.full((C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), value, np.uint8)
         pixels[0, 0] = (1, 2, 3)
         return pixels, self.messages.image_to_msg(pixels, stamp, "cam_high")
 
@@ -156,7 +156,7 @@ def _decode_image(payload: bytes) -> np.ndarray:
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Image
     msg = deserialize_message(payload, Image)
-    assert (msg.encoding, msg.width, msg.height) == ("rgb8", C.IMAGE_WIDTH, C.IMAGE_HEIGHT)
+    assert (msg.encoding, msg.width, msg.height) == ("rgb8", C.ALOHA_PIPER.image_size[0], C.ALOHA_PIPER.image_size[1])
     return np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.width, 3)
 
 

@@ -74,7 +74,7 @@ def _loud(records) -> list[str]:
 
 def test_the_client_past_max_clients_is_refused_at_the_handshake_in_one_line(caplog):
     caplog.set_level(logging.INFO)
-    assert viewer_node.DEFAULT_MAX_CLIENTS == 8
+    assert viewer_node.ViewerConfig().max_clients == 8
     with _running() as viewer, contextlib.ExitStack() as clients:
         for _ in range(8):
             clients.enter_context(_client(viewer.port))

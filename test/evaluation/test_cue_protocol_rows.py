@@ -22,7 +22,7 @@ from vla_bridge.benchmarks.robofollow.tasks import load_suite
 from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, row_scores, row_tasks
 from vla_bridge.benchmarks.vifo.protocols import cue_metrics, episode_record
 from vla_bridge.embodiment.episode_record import load_episode
-from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.reporting.tables import intact_tables, results_table, task_tables
 
 SUITE = load_suite()

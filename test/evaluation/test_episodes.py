@@ -16,7 +16,7 @@ from vla_bridge import contract as C
 from vla_bridge.benchmarks.robofollow.scoring import score_episode
 from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials
 from vla_bridge.embodiment.episode_record import load_episode
-from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.evaluation.direct import run_episode_direct
 from vla_bridge.evaluation.episodes import BEGIN_RESEND_S, SPIN_S, GraphBroken, Subscriber
 from vla_bridge.policy_nodes.oracle import OraclePolicy

@@ -11,10 +11,11 @@ rclpy = pytest.importorskip("rclpy")
 from vla_bridge import contract as C  # noqa: E402
 from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState  # noqa: E402
 from vla_bridge.evaluation import evaluator_node as E  # noqa: E402
-from vla_bridge.evaluation.episodes import PARAMS, Episode, LatencyCollector  # noqa: E402
-from vla_bridge.evaluation.robofollow_run import PARAMS as ROBOFOLLOW_PARAMS  # noqa: E402
+from vla_bridge.evaluation.episodes import EngineConfig, Episode, LatencyCollector  # noqa: E402
+from vla_bridge.evaluation.robofollow_run import RoboFollowConfig  # noqa: E402
 from vla_bridge.evaluation.robofollow_run import RoboFollowRun  # noqa: E402
 from vla_bridge.ros import messages  # noqa: E402
+from vla_bridge.ros.node_config import defaults  # noqa: E402
 
 
 @pytest.fixture
@@ -47,7 +48,9 @@ def _world(x: float) -> WorldState:
 
 def test_the_node_hands_its_parameters_and_itself_to_the_run(evaluator):
     run = evaluator.suite
-    assert evaluator.p == {**PARAMS, **ROBOFOLLOW_PARAMS} and run.p is evaluator.p  # run.json's
+    assert evaluator.p == {**defaults(EngineConfig), **defaults(RoboFollowConfig)}  # run.json's
+    assert run.p is evaluator.p and list(evaluator.p) == [  # engine's first, as before
+        *defaults(EngineConfig), *defaults(RoboFollowConfig)]
     assert run.graph is evaluator and isinstance(run.benchmark, RoboFollowRun)
     assert run.benchmark.cues.protocol == "" and run.benchmark.p is evaluator.p
     assert [type(s) for s in run.subscribers] == [LatencyCollector, E.CueOverlayHook]

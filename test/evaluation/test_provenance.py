@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.in_process_graph import TASK, make_run, results, run_json
-from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.evaluation.provenance import (checkpoint_of, describe, fingerprint, git_commit,
                                               hardware_of)
 from vla_bridge.reporting import build_report, format_console, format_markdown

@@ -13,13 +13,17 @@ import pytest
 
 from support import graph_runs
 from support.in_process_graph import TASK, make_run, results, run_json
-from vla_bridge.evaluation.cue_run import CueRun
-from vla_bridge.evaluation.episodes import PARAMS, Subscriber, SuiteRun
+from vla_bridge.evaluation.cues.run import CueRun
+from vla_bridge.evaluation.episodes import EngineConfig, Subscriber, SuiteRun
 from vla_bridge.evaluation.provenance import resume_differences, run_provenance
-from vla_bridge.evaluation.robofollow_run import PARAMS as ROBOFOLLOW_PARAMS
+from vla_bridge.evaluation.robofollow_run import RoboFollowConfig
 from vla_bridge.evaluation.run_dir import RunDirectory
 from vla_bridge.ros import launcher
 from vla_bridge.ros.launch_args import LIBERO_SIM, ROBOFOLLOW_REAL, ROBOFOLLOW_SIM
+from vla_bridge.ros.node_config import defaults
+
+ENGINE_DEFAULTS = defaults(EngineConfig)  # the engine's parameters and their defaults
+ROBOFOLLOW_DEFAULTS = defaults(RoboFollowConfig)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,7 +65,7 @@ def test_a_resume_that_changes_how_episodes_run_is_refused_naming_it(session, tm
 
 
 def test_the_observation_period_counts_where_it_acts_and_the_cue_settings_under_a_protocol():
-    params = {**PARAMS, **ROBOFOLLOW_PARAMS}
+    params = {**ENGINE_DEFAULTS, **ROBOFOLLOW_DEFAULTS}
     plain = run_provenance(params, CueRun("", "", "", "overlay"))["execution"]
     assert "observation_period" not in plain and "oracle_follow" not in plain
     real_time = run_provenance({**params, "lock_step": False, "observation_period": 5},
@@ -82,7 +86,7 @@ def test_the_observation_period_counts_where_it_acts_and_the_cue_settings_under_
 
 
 def test_a_directory_from_before_the_execution_settings_still_resumes():
-    params = {**PARAMS, **ROBOFOLLOW_PARAMS}
+    params = {**ENGINE_DEFAULTS, **ROBOFOLLOW_DEFAULTS}
     new = run_provenance(params, CueRun("", "", "", "overlay"))
     old = {k: v for k, v in new.items() if k != "execution"}
     assert resume_differences(old, {**new, "execution": {**new["execution"],
@@ -135,14 +139,15 @@ def test_the_launch_arguments_tell_the_evaluator_the_nodes_settings():
     assert libero["evaluator_node"] == {"chunk_size": 8, "image_source": "cued",
                                         "oracle_follow": "cue"}
     # every parameter an argument sets on the evaluator is one it declares
-    from vla_bridge.evaluation.libero_run import PARAMS as LIBERO_PARAMS
-    for graph, declared in ((ROBOFOLLOW_SIM, ROBOFOLLOW_PARAMS),
-                            (ROBOFOLLOW_REAL, ROBOFOLLOW_PARAMS), (LIBERO_SIM, LIBERO_PARAMS)):
+    from vla_bridge.evaluation.libero_run import LiberoConfig
+    LIBERO_DEFAULTS = defaults(LiberoConfig)
+    for graph, declared in ((ROBOFOLLOW_SIM, ROBOFOLLOW_DEFAULTS),
+                            (ROBOFOLLOW_REAL, ROBOFOLLOW_DEFAULTS), (LIBERO_SIM, LIBERO_DEFAULTS)):
         for arg in graph.args:
             for target in arg.sets:
                 node, param = target.split(".", 1)
                 if node == "evaluator_node":
-                    assert param in {**PARAMS, **declared}, (graph.name, param)
+                    assert param in {**ENGINE_DEFAULTS, **declared}, (graph.name, param)
 
 
 # ----------------------------------------------------------------------------- LIBERO
@@ -156,10 +161,10 @@ class _Log:
 
 
 def libero_settings(tmp_path, **changed) -> dict:
-    from vla_bridge.evaluation.libero_run import PARAMS as LIBERO_PARAMS
-    return {**PARAMS, **LIBERO_PARAMS, "benchmark": "libero", "policy": "libero_oracle",
-            "suites": "libero_goal", "tasks": "0", "inits": "0", "output": str(tmp_path / "run"),
-            **changed}
+    from vla_bridge.evaluation.libero_run import LiberoConfig
+    return {**ENGINE_DEFAULTS, **defaults(LiberoConfig), "benchmark": "libero",
+            "policy": "libero_oracle", "suites": "libero_goal", "tasks": "0", "inits": "0",
+            "output": str(tmp_path / "run"), **changed}
 
 
 @pytest.mark.parametrize("changed, words", [

@@ -68,11 +68,11 @@ class OffsetRampPolicy(PolicyBackend):
 def _obs(state=None, stamp=0.0, seed=0) -> Observation:
     rng = np.random.default_rng(seed)
     if state is None:
-        state = np.linspace(-0.5, 0.5, C.ACTION_DIM)
+        state = np.linspace(-0.5, 0.5, C.ALOHA_PIPER.action_dim)
         state[[6, 13]] = 0.3, 0.9  # grippers: normalised opening in [0, 1]
     return Observation(state=np.asarray(state, float), stamp=stamp,
-                       images={c: rng.integers(0, 255, (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), np.uint8)
-                               for c in C.CAMERAS})
+                       images={c: rng.integers(0, 255, (C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), np.uint8)
+                               for c in C.ALOHA_PIPER.camera_names})
 
 # -------------------------------------------------------------------------- helpers
 
@@ -91,7 +91,7 @@ def free_port() -> int:
 
 @pytest.fixture
 def hold_server():
-    server = ServeProcess()
+    server = ServeProcess(warm=True)  # a process of its own, forked warm (support/cli_process)
     yield server
     server.stop()
 
@@ -111,7 +111,7 @@ def test_real_openpi_client_drives_our_server(hold_server):
     assert meta["policy"] == "hold" and meta["action_dim"] == 14 and meta["gripper"] == "aloha"
     state = np.linspace(0.0, 1.0, 14)  # grippers (index 6, 13) at 6/13 and 1.0 (open)
     obs = {"state": state, "prompt": "pick up the block",
-           "images": {c: np.zeros((3, 224, 224), np.uint8) for c in C.CAMERAS}}
+           "images": {c: np.zeros((3, 224, 224), np.uint8) for c in C.ALOHA_PIPER.camera_names}}
     first, second = client.infer(obs), client.infer(obs)
     actions = second["actions"]
     assert actions.shape == (50, 14)
@@ -192,7 +192,7 @@ def test_openpi_backend_wrong_action_shape_and_key_maps():
         aloha.reset()
         with pytest.raises(ValueError, match=r"\[H, 14\]"):
             aloha.predict(_obs())
-        assert sorted(fake.last_obs["images"]) == sorted(C.CAMERAS)  # cam_low only if present
+        assert sorted(fake.last_obs["images"]) == sorted(C.ALOHA_PIPER.camera_names)  # cam_low only if present
         assert fake.last_obs["images"]["cam_high"].shape == (3, 224, 224)  # ALOHA: CHW
         assert fake.last_obs["state"].shape == (14,)
     finally:

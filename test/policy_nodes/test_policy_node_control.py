@@ -20,7 +20,9 @@ TASK = load_suite().get("L0_pickup_yellow_block_3").to_dict()
 
 @pytest.fixture
 def node():
-    with in_process(P, P.PolicyNode) as policy:
+    # the heartbeat beats from a thread: its child process (0.7 s to start and stop, tested in
+    # test_heartbeat_child and robot_nodes/piper/test_heartbeat_process) has no part in control
+    with in_process(P, P.PolicyNode, {"heartbeat_process": False}) as policy:
         policy.sent = []
         policy.pub_status.publish = lambda msg: policy.sent.append(json.loads(msg.data))
         yield policy

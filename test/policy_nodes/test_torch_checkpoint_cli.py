@@ -29,11 +29,11 @@ def test_init_writes_a_checkpoint_the_backend_loads(tmp_path):
     assert (ckpt / "config.json").is_file() and (ckpt / "weights.pt").is_file()
     policy = TorchPolicy(checkpoint=str(ckpt))
     policy.set_instruction("pick up the red block")
-    image = np.zeros((C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), np.uint8)
-    obs = Observation(state=np.zeros(C.ACTION_DIM), images={c: image for c in C.CAMERAS},
+    image = np.zeros((C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), np.uint8)
+    obs = Observation(state=np.zeros(C.ALOHA_PIPER.action_dim), images={c: image for c in C.ALOHA_PIPER.camera_names},
                       stamp=0.0)
     chunk = policy.predict(obs)
-    assert chunk.shape == (10, C.ACTION_DIM) and np.isfinite(chunk).all()
+    assert chunk.shape == (10, C.ALOHA_PIPER.action_dim) and np.isfinite(chunk).all()
 
 
 @pytest.mark.graph

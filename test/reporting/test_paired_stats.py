@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from support.cli_process import run_cli
 from vla_bridge.reporting.pilot_report import wilson_interval
 from vla_bridge.reporting.common import ReportError
 from vla_bridge.reporting.paired import (cohen_kappa, format_paired_console,
@@ -295,8 +294,7 @@ def test_cli_mode_errors(runs, capsys, extra, expected):
 
 
 def test_cli_error_has_no_traceback(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "vla_bridge.cli", "report", "--pair",
-                             str(tmp_path / "a"), str(tmp_path / "b")],
-                            capture_output=True, text=True, timeout=120)
+    result = run_cli("report", "--pair", str(tmp_path / "a"), str(tmp_path / "b"),
+                     timeout=120)  # its own process (support/cli_process)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip() == f"error: {tmp_path / 'a'}: no such run directory"

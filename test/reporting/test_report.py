@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.cli_process import run_cli
 from vla_bridge.evaluation.progress import Progress, format_duration, track
 from vla_bridge.reporting import (DEFAULT_PAPER_MODEL, METRICS, ReportError, build_report,
                                           format_markdown, write_report)
@@ -282,8 +283,7 @@ def test_cli_exit_codes(run_dir, tmp_path):
     assert main(["report", str(run_dir), "--paper", "pi05", "--bootstrap", "200"]) == 0
     assert (run_dir / "report.md").is_file()
     assert main(["report", str(run_dir), "--paper", "nonsense"]) == 2
-    out = subprocess.run([sys.executable, "-m", "vla_bridge.cli", "report", str(tmp_path / "missing")],
-                         capture_output=True, text=True)
+    out = run_cli("report", str(tmp_path / "missing"))  # its own process (support/cli_process)
     assert out.returncode == 2 and "no results" in out.stderr
 
 

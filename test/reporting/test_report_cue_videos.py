@@ -153,7 +153,7 @@ def test_the_rebuilt_cue_is_the_evaluators(runs):
 
 def test_overlay_and_replay_share_the_conditioning():
     from vla_bridge.benchmarks.vifo import replay
-    from vla_bridge.evaluation import cue_overlay
+    from vla_bridge.evaluation.cues import overlay as cue_overlay
     assert cue_overlay.CueConditioner is replay.CueConditioner
     assert cue_overlay.ghost_path is replay.ghost_path
     assert cue_overlay.projected_ghost_layers is replay.projected_ghost_layers

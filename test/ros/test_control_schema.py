@@ -34,6 +34,8 @@ def test_well_formed_control_passes_unchanged(payload):
     ({"seed": 1.5}, "field 'seed' must be int"),
     ({"seed": False}, "field 'seed' must be int"),
     ({"max_actions_per_call": 0}, "'max_actions_per_call' must be >= 1"),
+    ({"max_steps": 0}, "'max_steps' must be >= 1"),
+    ({"max_steps": "220"}, "field 'max_steps' must be int"),
     ({"task": {"scene": "scene1"}}, "lacks task.layout"),
 ])
 def test_malformed_control_says_why(change, reason):

@@ -39,7 +39,7 @@ def test_recording_writes_every_episodes_bag_and_changes_no_score(tmp_path):
     for row in dense:
         counts = read_counts(tmp_path / "dense" / row["bag"])
         assert counts[C.TOPIC_RECORD_JOINT_STATES] == counts[C.TOPIC_RECORD_JOINT_COMMANDS] == frames
-        assert all(counts[C.record_image_topic(c)] == frames for c in C.CAMERAS)
+        assert all(counts[C.record_image_topic(c)] == frames for c in C.ALOHA_PIPER.camera_names)
 
     ticks = CALLS * 50
     for row in recorded:
@@ -50,9 +50,9 @@ def test_recording_writes_every_episodes_bag_and_changes_no_score(tmp_path):
         assert counts[C.TOPIC_ACTION_CHUNK] == CALLS
         assert counts[C.TOPIC_CLOCK] == counts[C.TOPIC_JOINT_COMMANDS] == ticks + 1  # + reset tick
         assert counts[C.TOPIC_JOINT_STATES] == ticks + 1 + CALLS  # + one per observation
-        for camera in C.CAMERAS:
+        for camera in C.ALOHA_PIPER.camera_names:
             assert counts[C.image_topic(camera)] == CALLS  # one image per observation
-        assert C.cued_image_topic(C.CAMERAS[0]) not in counts  # no cue protocol: no overlay
+        assert C.cued_image_topic(C.ALOHA_PIPER.camera_names[0]) not in counts  # no cue protocol: no overlay
     run_dir = tmp_path / "recorded"
     assert sorted(p.name for p in (run_dir / "bags").iterdir() if not p.name.startswith(".")) \
         == [f"scene1__{TASK}__r1", f"scene1__{TASK}__r2"]
@@ -74,6 +74,6 @@ def test_a_recorded_camera_image_decodes_to_a_real_render(tmp_path):
         msg = next(m for _, ch, _, m in reader.iter_decoded_messages(
             topics=[C.image_topic("cam_high")]))
     image = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.width, 3)
-    assert image.shape == (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3) and image.std() > 10
+    assert image.shape == (C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3) and image.std() > 10
     meta = json.loads((out / "run.json").read_text())
     assert meta["arguments"]["record"] is True

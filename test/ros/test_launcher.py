@@ -65,7 +65,7 @@ def test_cli_flags_map_one_to_one_onto_node_parameters():
                                            "rounds": 2, "base_seed": 42, "output": "runs/x",
                                            "policy": "oracle",  # run.json's provenance
                                            "lock_step": False}
-    assert overrides["sim_node"] == {"scene": "scene1", "lock_step": False}
+    assert overrides["sim_node"] == {"lock_step": False}  # the scene comes with each begin
     assert overrides["policy_node"] == {"backend": "oracle"}
 
 
@@ -117,14 +117,14 @@ def test_dry_run_prints_commands(capsys, tmp_path):
 
 
 def test_node_commands_and_overrides_files(tmp_path):
-    given = {"scene": "scene3", "sim_python": sys.executable}
+    given = {"scene": "scene3", "lock_step": "false", "sim_python": sys.executable}
     commands = launcher.node_commands(ROBOFOLLOW_SIM, given, REPO, tmp_path)
     by_name = {c.name: c for c in commands}
     sim = by_name["sim_node"]
     assert sim.argv[:3] == [sys.executable, "-m", "vla_bridge.sim_nodes.sim_node"]
     assert sim.argv[sim.argv.index("--params-file") + 1] == str(REPO / ROBOFOLLOW_SIM.params_file)
     overrides = yaml.safe_load((tmp_path / "sim_node.overrides.yaml").read_text())
-    assert overrides == {"/sim_node": {"ros__parameters": {"scene": "scene3"}}}
+    assert overrides == {"/sim_node": {"ros__parameters": {"lock_step": False}}}
     assert sim.env["PYTHONUNBUFFERED"] == "1"
     assert sim.env["FASTDDS_DEFAULT_PROFILES_FILE"]  # conftest's or the shipped profile
     assert sim.env["RMW_IMPLEMENTATION"]

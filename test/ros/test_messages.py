@@ -15,7 +15,7 @@ from vla_bridge import contract
 from vla_bridge.ros import messages
 from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
 
-NAMES = contract.JOINT_NAMES
+NAMES = list(contract.ALOHA_PIPER.action_names)
 
 
 def _image(h=240, w=320, seed=0):

@@ -54,9 +54,9 @@ def test_apply_rejects_malformed_targets(backend):
 
 def test_cameras_render_the_scene(backend):
     backend.reset("scene1", "default", 539)
-    for cam in contract.CAMERAS:
+    for cam in contract.ALOHA_PIPER.camera_names:
         img = backend.render(cam)
-        assert img.shape == (contract.IMAGE_HEIGHT, contract.IMAGE_WIDTH, 3) and img.dtype == np.uint8
+        assert img.shape == (contract.ALOHA_PIPER.image_size[1], contract.ALOHA_PIPER.image_size[0], 3) and img.dtype == np.uint8
         assert img.std() > 10, cam  # not a blank frame
 
 

@@ -185,9 +185,11 @@ def test_bad_latency_values_are_one_clear_error(text, message):
 
 
 def params(**changed) -> dict:
-    from vla_bridge.evaluation.episodes import PARAMS
-    from vla_bridge.evaluation.robofollow_run import PARAMS as ROBOFOLLOW_PARAMS
-    return {**PARAMS, **ROBOFOLLOW_PARAMS, "latency": "charged", **changed}
+    from vla_bridge.evaluation.episodes import EngineConfig
+    from vla_bridge.evaluation.robofollow_run import RoboFollowConfig
+    from vla_bridge.ros.node_config import defaults
+    return {**defaults(EngineConfig), **defaults(RoboFollowConfig), "latency": "charged",
+            **changed}
 
 
 def test_the_evaluators_settings_are_checked_at_start(tmp_path):
@@ -307,7 +309,7 @@ def test_the_sim_node_charges_and_reports_and_real_time_refuses(sim_node_in_proc
 
     def answer(chunk):
         ns = node.pending_stamp_ns
-        node.on_chunk(messages.chunk_to_msg(chunk, C.JOINT_NAMES, ns / 1e9, node.dt))
+        node.on_chunk(messages.chunk_to_msg(chunk, C.ALOHA_PIPER.action_names, ns / 1e9, node.dt))
 
     node.lock_step = False
     control("begin", "rt", task=task, seed=3, max_policy_calls=2, max_actions_per_call=5,

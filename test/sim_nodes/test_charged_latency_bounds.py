@@ -26,9 +26,11 @@ TASK = "L0_pickup_yellow_block_3"
 
 
 def params(**changed) -> dict:
-    from vla_bridge.evaluation.episodes import PARAMS
-    from vla_bridge.evaluation.robofollow_run import PARAMS as ROBOFOLLOW_PARAMS
-    return {**PARAMS, **ROBOFOLLOW_PARAMS, "latency": "charged", **changed}
+    from vla_bridge.evaluation.episodes import EngineConfig
+    from vla_bridge.evaluation.robofollow_run import RoboFollowConfig
+    from vla_bridge.ros.node_config import defaults
+    return {**defaults(EngineConfig), **defaults(RoboFollowConfig), "latency": "charged",
+            **changed}
 
 
 @pytest.mark.parametrize("text", ["10000000", "60001", "uniform:0:10000000",

@@ -32,7 +32,7 @@ def absurd_chunk() -> np.ndarray:
 
 def test_absurd_targets_are_clamped_logged_and_recorded_clamped(session):
     executed = [cmd.copy() for cmd in session.execute(absurd_chunk())]
-    lim = session.limits
+    lim = session.limits.joints  # the PiPER pair's rule (embodiment.limits.PairLimits)
     max_tick = lim.max_joint_speed * session.backend.control_period  # 3 rad/s x 0.06 s
     steps = np.abs(np.diff([home_command(), *executed], axis=0))
     for arm in C.ARMS:

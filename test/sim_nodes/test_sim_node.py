@@ -28,7 +28,7 @@ class Driver:
         self.node = rclpy.create_node("sim_node_test_driver")
         q = messages.qos_profile
         self.status: list[dict] = []
-        self.images: dict[str, list] = {c: [] for c in C.CAMERAS}
+        self.images: dict[str, list] = {c: [] for c in C.ALOHA_PIPER.camera_names}
         self.joints: list = []
         self.pub_control = self.node.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
         self.pub_chunk = self.node.create_publisher(JointTrajectory, C.TOPIC_ACTION_CHUNK, q(C.QOS_COMMAND))
@@ -36,7 +36,7 @@ class Driver:
                                       lambda m: self.status.append(messages.parse_json_msg(m)), q(C.QOS_EVENTS))
         self.node.create_subscription(JointState, C.TOPIC_JOINT_STATES,
                                       lambda m: self.joints.append(m), q(C.QOS_STATE))
-        for cam in C.CAMERAS:
+        for cam in C.ALOHA_PIPER.camera_names:
             self.node.create_subscription(Image, C.image_topic(cam),
                                           lambda m, c=cam: self.images[c].append(m), q(C.QOS_IMAGES))
 
@@ -77,20 +77,20 @@ def test_lock_step_and_malformed_chunks(sim_process):
            max_actions_per_call=5)
     d.spin_until(lambda: C.STATUS_READY in d.kinds())
     d.send(kind=C.CONTROL_START)
-    d.spin_until(lambda: all(d.images[c] for c in C.CAMERAS))
+    d.spin_until(lambda: all(d.images[c] for c in C.ALOHA_PIPER.camera_names))
     stamp = d.images["cam_high"][-1].header.stamp
     ticks_before = len(d.joints)
 
-    def chunk_msg(chunk, names=C.JOINT_NAMES):
+    def chunk_msg(chunk, names=C.ALOHA_PIPER.action_names):
         msg = JointTrajectory(joint_names=list(names))
         msg.header.stamp = stamp
         from trajectory_msgs.msg import JointTrajectoryPoint
         msg.points = [JointTrajectoryPoint(positions=[float(v) for v in row]) for row in chunk]
         return msg
 
-    state = messages.joint_state_to_array(d.joints[-1], C.JOINT_NAMES)
+    state = messages.joint_state_to_array(d.joints[-1], C.ALOHA_PIPER.action_names)
     # wrong width: 13 joints
-    d.pub_chunk.publish(chunk_msg(np.tile(state[:13], (5, 1)), C.JOINT_NAMES[:13]))
+    d.pub_chunk.publish(chunk_msg(np.tile(state[:13], (5, 1)), C.ALOHA_PIPER.action_names[:13]))
     d.spin_until(lambda: C.STATUS_ERROR in d.kinds())
     assert "[H, 14]" in d.status[-1]["message"]
     # NaN target

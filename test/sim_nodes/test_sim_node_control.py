@@ -79,3 +79,34 @@ def test_a_repeated_begin_is_answered_again_without_a_second_reset(node, monkeyp
     node.on_control(begin("e6"))  # a new episode resets
     assert len(resets) == 2 and node.sent[-1]["episode"] == "e6"
     node.on_control(control("end", "e6"))
+
+
+# ------------------------------------------------------------------ one sim node, every backend
+@pytest.mark.parametrize("parameters, says", [
+    ({"backend": "libero", "lock_step": False}, "renders only the steps before an observation"),
+    ({"backend": "libero", "image_every_tick": True},
+     "renders only the steps before an observation"),
+    ({"backend": "mujoco", "embodiment": "libero_panda"},
+     "speaks embodiment 'aloha_piper', the graph declares 'libero_panda'"),
+    ({"backend": "bullet"}, "unknown sim backend 'bullet'"),
+])
+def test_the_one_sim_node_refuses_what_its_backend_cannot_do(parameters, says):
+    """The sim node drives every registered backend (LIBERO's is built here without LIBERO:
+    the refusals come before any scene loads) and refuses, naming the reason, a mode the
+    backend cannot run or an embodiment it does not speak."""
+    from support.junk_messages import in_process
+    from vla_bridge.sim_nodes import sim_node as S
+    with pytest.raises(ValueError, match=says):
+        with in_process(S, S.SimNode, parameters):
+            pass
+
+
+def test_every_sim_graph_runs_the_one_sim_node_and_evaluator_node():
+    from vla_bridge.ros.launch_args import GRAPHS
+    modules = {}
+    for graph in GRAPHS.values():
+        for node in graph.nodes:
+            modules.setdefault(node.name, set()).add(node.module)
+    assert modules["sim_node"] == {"vla_bridge.sim_nodes.sim_node"}
+    assert modules["evaluator_node"] == {"vla_bridge.evaluation.evaluator_node"}
+    assert all(len(m) == 1 for m in modules.values()), modules  # one module per node name

@@ -35,7 +35,7 @@ def start(node, episode: str, lock_step: bool) -> None:
 
 def chunk_msg(node, chunk):
     ns = node.pending_stamp_ns
-    return messages.chunk_to_msg(chunk, C.JOINT_NAMES, ns / 1e9, node.dt)
+    return messages.chunk_to_msg(chunk, C.ALOHA_PIPER.action_names, ns / 1e9, node.dt)
 
 
 def absurd_chunk(n: int = 5) -> np.ndarray:
@@ -52,7 +52,7 @@ def test_lock_step_clamps_and_logs(node):
     lines = node.log.lines["warning"][warnings:]
     assert len(lines) == 1 and "clamped action targets" in lines[0] and "joint_limit" in lines[0]
     command = node.session.command
-    assert all(node.session.limits.within(command[arm_slice(a)]) for a in C.ARMS)
+    assert all(node.session.limits.joints.within(command[arm_slice(a)]) for a in C.ARMS)
     done = [m for m in node.sent if m["episode"] == "e1" and m["kind"] == C.STATUS_CHUNK_DONE]
     assert [m["calls"] for m in done] == [1]
 

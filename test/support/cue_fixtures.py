@@ -9,8 +9,8 @@ import numpy as np
 
 from vla_bridge.perf.cues import EXAMPLE_INSTRUCTION, cam_high_model, synthetic_frame
 from vla_bridge.benchmarks.vifo import Anchor2D, CueContext, GhostLayer
-from vla_bridge.benchmarks.vifo.grounding import ground, layout_world
-from vla_bridge.benchmarks.vifo.parser import parse
+from vla_bridge.benchmarks.vifo.instructions.grounding import ground, layout_world
+from vla_bridge.benchmarks.vifo.instructions.parser import parse
 
 W, H = 320, 240
 

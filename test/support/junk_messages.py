@@ -57,22 +57,30 @@ class RecordingLogger:
 
 
 @contextlib.contextmanager
-def in_process(node_module, make_node):
+def in_process(node_module, make_node, parameters: dict | None = None):
     """``make_node()`` (a Node subclass of ``node_module``) on a context of its own, with a
-    RecordingLogger as ``node.log``; destroyed afterwards."""
+    RecordingLogger as ``node.log``; destroyed afterwards. ``parameters``: the node's
+    parameter overrides, as a params file would give them."""
     import pytest
     import rclpy
+    from rclpy.parameter import Parameter
     context = rclpy.Context()
     rclpy.init(context=context)
     init = node_module.Node.__init__
+    overrides = [Parameter(k, value=v) for k, v in (parameters or {}).items()]
 
     def in_context(self, *args, **kwargs):
         kwargs.setdefault("context", context)
+        kwargs.setdefault("parameter_overrides", overrides)
         init(self, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(node_module.Node, "__init__", in_context)
-        node = make_node()
+        try:
+            node = make_node()
+        except BaseException:  # a refused configuration: nothing to destroy but the context
+            rclpy.try_shutdown(context=context)
+            raise
     node.log = RecordingLogger()
     node.get_logger = lambda: node.log
     try:

@@ -5,15 +5,15 @@ test/benchmarks/libero/test_libero_protocol_seeding.py)."""
 from __future__ import annotations
 
 from vla_bridge import contract as C
-from vla_bridge.evaluation.episodes import PARAMS, SuiteRun
-from vla_bridge.evaluation.libero_run import PARAMS as LIBERO_PARAMS
-from vla_bridge.evaluation.libero_run import LiberoRun
+from vla_bridge.evaluation.episodes import EngineConfig, SuiteRun
+from vla_bridge.evaluation.libero_run import LiberoConfig, LiberoRun
+from vla_bridge.ros.node_config import defaults
 
 
 def libero_settings(tmp_path, **params) -> dict:
     """The evaluator's parameters for a LIBERO run into tmp_path / "run"."""
-    return {**PARAMS, **LIBERO_PARAMS, "benchmark": "libero", "policy": "libero_oracle",
-            "suites": "libero_goal", "tasks": "0-1", "inits": "0-1",
+    return {**defaults(EngineConfig), **defaults(LiberoConfig), "benchmark": "libero",
+            "policy": "libero_oracle", "suites": "libero_goal", "tasks": "0-1", "inits": "0-1",
             "output": str(tmp_path / "run"), **params}
 
 

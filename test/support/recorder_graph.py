@@ -114,7 +114,7 @@ class RecorderGraph:
         for i, image in enumerate(images):
             self.pub_image.publish(m.image_to_msg(image, 0.06 * i, "cam_high"))
         for t in range(ticks):
-            self.pub_joints.publish(m.joint_state_msg(C.JOINT_NAMES, np.full(14, t * 0.01),
+            self.pub_joints.publish(m.joint_state_msg(C.ALOHA_PIPER.action_names, np.full(14, t * 0.01),
                                                       0.06 * t))
 
     def open_bag(self, episode: str) -> dict:
@@ -144,5 +144,5 @@ class RecorderGraph:
 def images(n: int, seed: int = 3) -> list[np.ndarray]:
     """``n`` random camera images (random pixels: zstd cannot shrink them, ~230 kB each)."""
     rng = np.random.default_rng(seed)
-    return [rng.integers(0, 256, (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), dtype=np.uint8)
+    return [rng.integers(0, 256, (C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), dtype=np.uint8)
             for _ in range(n)]

@@ -9,19 +9,28 @@ import sys
 import threading
 import time
 
+from support.cli_process import spawn_cli
 from support.graph_runs import child_pythonpath
 
 
 class ServeProcess:
     """`vla-bridge serve --policy POLICY --port 0 ARGS` in another process; its log kept.
-    $VLA_BRIDGE_API_KEY is not inherited (pass it in ``env_extra``)."""
+    $VLA_BRIDGE_API_KEY is not inherited (pass it in ``env_extra``). ``warm``: forked from the
+    warm command-line process (support/cli_process: no interpreter start-up), for a test that
+    talks to the server only; without it a real interpreter (a test of what the system sees of
+    the process, its command line or environment)."""
 
-    def __init__(self, *args: str, policy: str = "hold", env_extra: dict | None = None):
+    def __init__(self, *args: str, policy: str = "hold", env_extra: dict | None = None,
+                 warm: bool = False):
         env = {k: v for k, v in os.environ.items() if k != "VLA_BRIDGE_API_KEY"}
         env.update({"PYTHONPATH": child_pythonpath(), **(env_extra or {})})
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vla_bridge.cli", "serve", "--policy", policy, "--port", "0",
-             *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        argv = ["serve", "--policy", policy, "--port", "0", *args]
+        if warm:
+            self.proc = spawn_cli(*argv, env=env)
+        else:
+            self.proc = subprocess.Popen([sys.executable, "-m", "vla_bridge.cli", *argv],
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         text=True, env=env)
         self.log: list[str] = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -140,7 +140,7 @@ def test_cli_refuses_bad_libero_arguments_before_rendering(tmp_path, capsys, arg
 
 
 def test_table2_puts_part_i_a_above_the_closed_loop_parts():
-    from vla_bridge.evaluation.cue_metrics import format_table2
+    from vla_bridge.evaluation.cues.metrics import format_table2
     cues = {"by_family": {"F1": {"avf": 50.0, "uvf": 0.0}}, "average": {"avf": 50.0},
             "overall": {"avf": 50.0, "uvf": 0.0}}
     vqa = {"by_family": {"F1": {"vqa": 25.0}, "F7": {"vqa": 30.0, "fca": 1.0}},

@@ -16,7 +16,7 @@ import pytest
 
 from vla_bridge.perf.cues import cam_high_model
 from vla_bridge.benchmarks.robofollow.tasks import episode_seed, load_suite
-from vla_bridge.benchmarks.vifo.grounding import layout_world
+from vla_bridge.benchmarks.vifo.instructions.grounding import layout_world
 from vla_bridge.benchmarks.vifo.insertion import VQA_STAGES
 from vla_bridge.benchmarks.vifo.protocols import build_cue
 from vla_bridge.embodiment.world import ObjectState
@@ -34,9 +34,17 @@ def world_of(task, seed):
 
 
 def questions_of(task, seed, fam="F2", variant="arrow", cue_free=False):
-    world = world_of(task, seed)
-    cue = build_cue(task, fam, variant, seed)
-    return vqa_questions(cue, world, CAM, seed, cue_free), world, cue
+    """(questions, world, cue) of one instance; built once per module (the tests only read
+    them: the every-task checks ask again about a third of the tasks)."""
+    key = (task.id, seed, fam, variant, cue_free)
+    if key not in _QUESTIONS:
+        world = world_of(task, seed)
+        cue = build_cue(task, fam, variant, seed)
+        _QUESTIONS[key] = vqa_questions(cue, world, CAM, seed, cue_free), world, cue
+    return _QUESTIONS[key]
+
+
+_QUESTIONS: dict[tuple, tuple] = {}
 
 
 def internal_names(world):

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
-from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.evaluation.run_dir import trial_key
 
 #: graphs a campaign can shard: they plan trials from scene/levels/tasks/rounds/seed

@@ -53,6 +53,8 @@ def _register_module(name: str, help_text: str) -> None:
 
 # running an evaluation
 _register_module("launch", "run a node graph (e.g. robofollow_sim) as separate processes")
+_register_module("params", "a node's parameters (name, type, default, help) from its config "
+                          "dataclass; with --graph, the values its params file gives")
 _register_module("campaign", "shard a run's trials over Ray workers, each with its own node "
                              "graph (local Ray on demand, or --ray-address)")
 _register_module("tasks", "list, filter and dry-run the RoboFollow evaluation suites")

@@ -1,6 +1,6 @@
 """`vla-bridge cue-table RUN_DIR... [--output DIR]`: cue-protocol runs (e.g. one per protocol
 and family) merged into one LIBERO-VIFO table (AVF, VTR, LFR, UVF, UVI per family) and the
-per-task table (RoboFollow and INT-ACT per protocol and task); vla_bridge/evaluation/cue_metrics.py."""
+per-task table (RoboFollow and INT-ACT per protocol and task); vla_bridge/evaluation/cues/metrics.py."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vla_bridge.evaluation.cue_metrics import format_cue_tables, format_task_table, merge_runs
+    from vla_bridge.evaluation.cues.metrics import format_cue_tables, format_task_table, merge_runs
 
     metrics = merge_runs(args.run_dirs, args.output)
     print(format_cue_tables(metrics))

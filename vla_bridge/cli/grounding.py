@@ -1,6 +1,6 @@
 """`vla-bridge grounding`: how much of the RoboFollow task registry the LIBERO-VIFO parser and
-grounder resolve, per scene (``coverage_report`` of vla_bridge/benchmarks/vifo/grounding.py),
-with the first errors of each scene."""
+grounder resolve, per scene (``coverage_report`` of
+vla_bridge/benchmarks/vifo/instructions/grounding.py), with the first errors of each scene."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vla_bridge.benchmarks.vifo.grounding import coverage_report
+    from vla_bridge.benchmarks.vifo.instructions.grounding import coverage_report
 
     for scene, row in coverage_report().items():
         extra = "".join(f", {k.replace('_ok', '')} {row[k]}/{row['tasks']}"

@@ -14,7 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use this ROS 2 params file instead of the graph's own")
     parser.add_argument("graph_args", nargs=argparse.REMAINDER,
                         help="graph arguments: --name value or name:=value "
-                             "(see `vla-bridge launch GRAPH --help`)")
+                             "(see `vla-bridge launch GRAPH --help`; every node's parameters: "
+                             "`vla-bridge params`)")
 
 
 def run(args: argparse.Namespace) -> int:

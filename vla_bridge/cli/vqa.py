@@ -100,12 +100,13 @@ def run_libero(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.benchmark == "libero":
         return run_libero(args)
-    from vla_bridge.contract import CAMERAS
+    from vla_bridge.contract import ALOHA_PIPER
     from vla_bridge.benchmarks.robofollow.tasks import load_suite, select_tasks
 
     try:
-        if args.camera not in CAMERAS:
-            raise ValueError(f"unknown camera {args.camera!r}; valid: {', '.join(CAMERAS)}")
+        if args.camera not in ALOHA_PIPER.camera_names:
+            raise ValueError(f"unknown camera {args.camera!r}; valid: "
+                             f"{', '.join(ALOHA_PIPER.camera_names)}")
         cues = parse_cues(args.families, args.variant)
         for fam, _variant in cues:
             check_placement(args.placement, fam)

@@ -33,7 +33,6 @@ from typing import Callable
 
 import numpy as np
 
-from vla_bridge import contract as C
 from vla_bridge.benchmarks.robofollow.tasks import TrainingTask, episode_seed, load_suite
 from vla_bridge.data import lerobot_export as X
 from vla_bridge.evaluation.progress import Progress
@@ -112,12 +111,13 @@ def replay_frames(session, task: TrainingTask, seed: int, record, last: int,
                   fps: int) -> X.EpisodeFrames:
     """The episode's ticks 1..last replayed with dense frames at `fps` (frame 0: the reset)."""
     backend = session.backend
-    states, actions, images = [], [], {c: [] for c in C.CAMERAS}
+    embodiment = backend.embodiment
+    states, actions, images = [], [], {c: [] for c in embodiment.camera_names}
 
     def grab() -> None:
         states.append(backend.joint_positions().astype(np.float32))
         actions.append(session.command.astype(np.float32))
-        for cam in C.CAMERAS:
+        for cam in embodiment.camera_names:
             images[cam].append(backend.render(cam))
 
     session.record_frames(fps, grab)
@@ -130,7 +130,7 @@ def replay_frames(session, task: TrainingTask, seed: int, record, last: int,
     finally:
         session.record_frames(0, None)
     return X.EpisodeFrames(fps, np.stack(states), np.stack(actions),
-                           {c: np.stack(v) for c, v in images.items()})
+                           {c: np.stack(v) for c, v in images.items()}, embodiment)
 
 
 def _check_replay(session, record, tick: int) -> None:

@@ -11,6 +11,11 @@ LeRobot key                        from the episode's bag
 ``task``                           the instruction the policy was given
 ================================== ==========================================================
 
+The table is ``contract.ALOHA_PIPER``'s: what a dataset holds comes from the ``contract.Embodiment``
+its episodes ran (``run_embodiment``: the run's ``run.json`` names it; a run that names none ran
+ALOHA_PIPER): the state and action names (``state_names``, ``action_names``), the cameras
+(``camera_names``) and the robot type. One dataset holds one embodiment.
+
 Frames: LeRobot needs an integer fps with timestamp = frame_index / fps. The sim's control
 tick is 0.06 s (16.7 Hz), so sim runs record dense frames on the physics clock instead
 (``record_fps``, e.g. 10: every 25th 4 ms physics step, see ``sim_nodes.session.FrameSampler``);
@@ -32,6 +37,7 @@ raises ``DatasetWriteError``, one line with the real errno, so no half dataset i
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -47,7 +53,8 @@ from vla_bridge import contract as C
 STATE, ACTION, TASK = "observation.state", "action", "task"
 IMAGE_KEY = "observation.images.{}"
 SIDECAR = "meta/vla_bridge_episodes.jsonl"
-ROBOT_TYPE = "piper_aloha"  # two PiPER arms in ALOHA joint order
+#: LeRobot's robot_type per embodiment (another embodiment: its name)
+ROBOT_TYPES = {C.ALOHA_PIPER.name: "piper_aloha"}  # two PiPER arms in ALOHA joint order
 STAMP_TOLERANCE_S = 1e-6
 
 
@@ -64,13 +71,29 @@ class DatasetWriteError(ExportError):
         self.errno = errno
 
 
+def robot_type(embodiment: C.Embodiment) -> str:
+    return ROBOT_TYPES.get(embodiment.name, embodiment.name)
+
+
+def run_embodiment(run_dir: str | Path) -> C.Embodiment:
+    """The embodiment a run directory's episodes ran: the one its run.json names (the graph
+    agreed on it), else ``contract.ALOHA_PIPER`` (runs from before it was written)."""
+    from vla_bridge.evaluation.run_dir import RunDirectory
+    name = RunDirectory(run_dir).info().get("embodiment") or C.DEFAULT_EMBODIMENT
+    try:
+        return C.get_embodiment(name)
+    except ValueError as exc:
+        raise ExportError(f"{run_dir}: {exc}") from None
+
+
 @dataclass
 class EpisodeFrames:
-    """One episode as equally spaced frames."""
+    """One episode as equally spaced frames of `embodiment`."""
     fps: int
-    states: np.ndarray  # [N, 14]
-    actions: np.ndarray  # [N, 14]
+    states: np.ndarray  # [N, state_dim]
+    actions: np.ndarray  # [N, action_dim]
     images: dict[str, np.ndarray] = field(default_factory=dict)  # camera -> [N, H, W, 3]
+    embodiment: C.Embodiment = C.ALOHA_PIPER
 
     @property
     def n(self) -> int:
@@ -102,45 +125,63 @@ def _image(msg) -> np.ndarray:
     return np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.width, 3)
 
 
-def _joints(msg) -> np.ndarray:
+def _joints(msg, names: tuple[str, ...]) -> np.ndarray:
+    """The message's positions of `names`, in that order."""
     index = {name: i for i, name in enumerate(msg.name)}
-    missing = [n for n in C.JOINT_NAMES if n not in index]
+    missing = [n for n in names if n not in index]
     if missing:
         raise ExportError(f"joint state lacks {missing}")
-    return np.array([msg.position[index[n]] for n in C.JOINT_NAMES], dtype=np.float32)
+    return np.array([msg.position[index[n]] for n in names], dtype=np.float32)
 
 
-def dense_topics() -> dict[str, str]:
+def _converters(embodiment: C.Embodiment) -> dict[str, Callable]:
+    """feature -> what turns one of its messages into that frame's value."""
+    return {STATE: lambda msg: _joints(msg, embodiment.state_names),
+            ACTION: lambda msg: _joints(msg, embodiment.action_names),
+            **{IMAGE_KEY.format(c): _image for c in embodiment.camera_names}}
+
+
+def dense_topics(embodiment: C.Embodiment = C.ALOHA_PIPER) -> dict[str, str]:
     """What a sim bag with record_fps holds per frame: feature -> topic."""
     topics = {STATE: C.TOPIC_RECORD_JOINT_STATES, ACTION: C.TOPIC_RECORD_JOINT_COMMANDS}
-    topics.update({IMAGE_KEY.format(c): C.record_image_topic(c) for c in C.CAMERAS})
+    topics.update({IMAGE_KEY.format(c): C.record_image_topic(c) for c in embodiment.camera_names})
     return topics
 
 
-def stream_topics() -> dict[str, str]:
+def stream_topics(embodiment: C.Embodiment = C.ALOHA_PIPER) -> dict[str, str]:
     """The streams a hardware bag is resampled from: feature -> topic."""
     topics = {STATE: C.TOPIC_JOINT_STATES, ACTION: C.TOPIC_JOINT_COMMANDS}
-    topics.update({IMAGE_KEY.format(c): C.image_topic(c) for c in C.CAMERAS})
+    topics.update({IMAGE_KEY.format(c): C.image_topic(c) for c in embodiment.camera_names})
     return topics
 
 
-def read_episode(bag_dir: str | Path, fps: int | None = None) -> EpisodeFrames:
-    """The bag's frames: its dense record frames when it has them, else its streams
-    resampled at `fps`."""
+def read_episode(bag_dir: str | Path, fps: int | None = None,
+                 embodiment: C.Embodiment = C.ALOHA_PIPER) -> EpisodeFrames:
+    """The bag's frames of `embodiment` (its state, action and cameras): its dense record
+    frames when it has them, else its streams resampled at `fps`."""
     bag_dir = Path(bag_dir)
-    dense = _bag_messages(bag_dir, dense_topics().values())
+    dense = _bag_messages(bag_dir, dense_topics(embodiment).values())
     if dense[C.TOPIC_RECORD_JOINT_STATES]:
-        return _dense_frames(dense, bag_dir)
+        return _dense_frames(dense, bag_dir, embodiment)
     if not fps:
         raise ExportError(f"{bag_dir.name}: no dense frames (/vla_bridge/record/*): record sim "
                           "runs with --record_fps 10, or give --fps to resample the camera and "
                           "joint streams (hardware runs)")
-    return _resampled_frames(_bag_messages(bag_dir, stream_topics().values()), fps, bag_dir)
+    return _resampled_frames(_bag_messages(bag_dir, stream_topics(embodiment).values()), fps,
+                             bag_dir, embodiment)
 
 
-def _dense_frames(messages: dict[str, list], bag_dir: Path) -> EpisodeFrames:
+def _frames(fps: int, values: dict[str, np.ndarray], embodiment: C.Embodiment) -> EpisodeFrames:
+    """EpisodeFrames from feature -> [N, ...] values."""
+    return EpisodeFrames(fps=fps, states=values[STATE], actions=values[ACTION],
+                         images={c: values[IMAGE_KEY.format(c)] for c in embodiment.camera_names},
+                         embodiment=embodiment)
+
+
+def _dense_frames(messages: dict[str, list], bag_dir: Path,
+                  embodiment: C.Embodiment) -> EpisodeFrames:
     by_feature = {key: {round(s, 6): m for s, m in messages[topic]}
-                  for key, topic in dense_topics().items()}
+                  for key, topic in dense_topics(embodiment).items()}
     stamps = sorted(set.intersection(*(set(v) for v in by_feature.values())))
     if len(stamps) < 2:
         raise ExportError(f"{bag_dir.name}: fewer than 2 complete dense frames")
@@ -149,17 +190,14 @@ def _dense_frames(messages: dict[str, list], bag_dir: Path) -> EpisodeFrames:
     if np.any(np.abs(steps - 1.0 / fps) > STAMP_TOLERANCE_S):
         raise ExportError(f"{bag_dir.name}: dense frames are not evenly spaced at {fps} fps "
                           "(a frame is missing from the bag)")
-    return EpisodeFrames(
-        fps=fps,
-        states=np.stack([_joints(by_feature[STATE][s]) for s in stamps]),
-        actions=np.stack([_joints(by_feature[ACTION][s]) for s in stamps]),
-        images={c: np.stack([_image(by_feature[IMAGE_KEY.format(c)][s]) for s in stamps])
-                for c in C.CAMERAS})
+    return _frames(fps, {key: np.stack([convert(by_feature[key][s]) for s in stamps])
+                         for key, convert in _converters(embodiment).items()}, embodiment)
 
 
-def _resampled_frames(messages: dict[str, list], fps: int, bag_dir: Path) -> EpisodeFrames:
+def _resampled_frames(messages: dict[str, list], fps: int, bag_dir: Path,
+                      embodiment: C.Embodiment) -> EpisodeFrames:
     streams = {key: sorted(messages[topic], key=lambda sm: sm[0])
-               for key, topic in stream_topics().items()}
+               for key, topic in stream_topics(embodiment).items()}
     empty = [key for key, stream in streams.items() if not stream]
     if empty:
         raise ExportError(f"{bag_dir.name}: nothing recorded for {empty}")
@@ -172,8 +210,8 @@ def _resampled_frames(messages: dict[str, list], fps: int, bag_dir: Path) -> Epi
         idx = np.searchsorted(stamps, times + STAMP_TOLERANCE_S, side="right") - 1
         return np.stack([convert(streams[key][i][1]) for i in idx])
 
-    return EpisodeFrames(fps=fps, states=held(STATE, _joints), actions=held(ACTION, _joints),
-                         images={c: held(IMAGE_KEY.format(c), _image) for c in C.CAMERAS})
+    return _frames(fps, {key: held(key, convert)
+                         for key, convert in _converters(embodiment).items()}, embodiment)
 
 
 # ============================================================================ choosing rows
@@ -238,10 +276,11 @@ def _bag_damage() -> tuple[type[BaseException], ...]:
     return tuple(kinds)
 
 
-def read_bag_or_skip(bag_dir: Path, fps: int | None) -> EpisodeFrames | str:
+def read_bag_or_skip(bag_dir: Path, fps: int | None,
+                     embodiment: C.Embodiment = C.ALOHA_PIPER) -> EpisodeFrames | str:
     """The bag's frames, or why it cannot be read (a damaged bag: one line)."""
     try:
-        return read_episode(bag_dir, fps)
+        return read_episode(bag_dir, fps, embodiment)
     except ExportError:
         raise
     except (ValueError, *_bag_damage()) as exc:
@@ -249,11 +288,13 @@ def read_bag_or_skip(bag_dir: Path, fps: int | None) -> EpisodeFrames | str:
 
 
 # ============================================================================ writing
-def features(image_shape: tuple[int, int, int], video: bool) -> dict:
-    names = list(C.JOINT_NAMES)
-    out = {STATE: {"dtype": "float32", "shape": (len(names),), "names": names},
-           ACTION: {"dtype": "float32", "shape": (len(names),), "names": names}}
-    for cam in C.CAMERAS:
+def features(image_shape: tuple[int, int, int], video: bool,
+             embodiment: C.Embodiment = C.ALOHA_PIPER) -> dict:
+    """LeRobot's features of a dataset of `embodiment` with images of `image_shape`."""
+    states, actions = list(embodiment.state_names), list(embodiment.action_names)
+    out = {STATE: {"dtype": "float32", "shape": (len(states),), "names": states},
+           ACTION: {"dtype": "float32", "shape": (len(actions),), "names": actions}}
+    for cam in embodiment.camera_names:
         out[IMAGE_KEY.format(cam)] = {"dtype": "video" if video else "image",
                                       "shape": image_shape,
                                       "names": ["height", "width", "channels"]}
@@ -294,11 +335,12 @@ def export_lerobot(run_dirs: Iterable[str | Path], out: str | Path, *,
     if not chosen:
         raise ExportError(f"no episode to export ({len(rows)} rows; skipped: {skipped})")
     with _atomic_dataset(out) as partial:
-        dataset, facts = None, []
+        dataset, facts, embodiment = None, [], None
+        embodiment_of = functools.cache(run_embodiment)  # run.json once per run
         try:
             for i, (run, row) in enumerate(chosen, 1):
                 name = row.get("key", row["bag"])
-                frames = read_bag_or_skip(run / row["bag"], fps)
+                frames = read_bag_or_skip(run / row["bag"], fps, embodiment_of(run))
                 if isinstance(frames, str):
                     skip(UNREADABLE_BAG, f"[{i}/{len(chosen)}] {name}: its bag {run / row['bag']} "
                                          f"cannot be read ({frames})")
@@ -308,6 +350,11 @@ def export_lerobot(run_dirs: Iterable[str | Path], out: str | Path, *,
                 elif frames.fps != dataset.fps:
                     raise ExportError(f"{row['bag']}: {frames.fps} fps, the dataset is "
                                       f"{dataset.fps} fps")
+                elif frames.embodiment != embodiment:
+                    raise ExportError(f"{run}: its episodes ran {frames.embodiment.name}, the "
+                                      f"dataset's ran {embodiment.name} (one dataset holds one "
+                                      "embodiment: export them apart)")
+                embodiment = frames.embodiment
                 add_episode(dataset, frames, row["instruction"])
                 facts.append({"episode_index": len(facts), **episode_facts(run, row, frames)})
                 echo(f"[{i}/{len(chosen)}] {name}: {frames.n} frames")
@@ -373,12 +420,15 @@ class _StrictImageWriter:
 
 
 def create_dataset(out: Path, repo_id: str, frames: EpisodeFrames, video: bool):
-    """An empty LeRobotDataset at `out` shaped for `frames` (their fps and image size)."""
+    """An empty LeRobotDataset at `out` shaped for `frames` (their embodiment, fps and image
+    size)."""
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    shape = frames.images[C.CAMERAS[0]].shape[1:]
-    dataset = LeRobotDataset.create(repo_id, fps=frames.fps, root=out, robot_type=ROBOT_TYPE,
-                                    features=features(shape, video), use_videos=video)
+    embodiment = frames.embodiment
+    shape = frames.images[embodiment.camera_names[0]].shape[1:]
+    dataset = LeRobotDataset.create(repo_id, fps=frames.fps, root=out,
+                                    robot_type=robot_type(embodiment),
+                                    features=features(shape, video, embodiment), use_videos=video)
     dataset.image_writer = _StrictImageWriter()  # a failed image write raises (see there)
     return dataset
 
@@ -389,7 +439,7 @@ def add_episode(dataset, frames: EpisodeFrames, instruction: str,
     (`parallel_encoding`: LeRobot encodes the cameras' videos in worker processes)."""
     for k in range(frames.n):
         frame = {STATE: frames.states[k], ACTION: frames.actions[k], TASK: instruction}
-        for cam in C.CAMERAS:
+        for cam in frames.embodiment.camera_names:
             frame[IMAGE_KEY.format(cam)] = frames.images[cam][k]
         dataset.add_frame(frame)
     dataset.save_episode(parallel_encoding=parallel_encoding)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
@@ -41,6 +42,7 @@ from std_msgs.msg import String
 from vla_bridge import contract as C
 from vla_bridge.data.bags import EpisodeBags, os_error_text, typestore
 from vla_bridge.ros import messages
+from vla_bridge.ros.node_config import declare, param
 
 QUIET_S = 0.05  # an ending bag closes after this long without a message...
 MAX_DRAIN_S = 2.0  # ...or after this long at most
@@ -53,12 +55,18 @@ BEGIN_NEEDS = ("task", "seed", "instruction")
 TASK_KEYS = ("scene", "layout")
 
 
+@dataclass(frozen=True)
+class RecorderConfig:
+    """The recorder node's parameters (``vla-bridge params recorder_node``)."""
+    output: str = param("runs/latest", "the run directory: bags go to <output>/bags/<episode>/")
+
+
 class RecorderNode(Node):
     def __init__(self):
         super().__init__("recorder_node")
-        output = self.declare_parameter("output", "runs/latest").value
+        self.config = declare(self, RecorderConfig)
         typestore()  # message definitions built now, not when the first episode begins
-        self.bags = EpisodeBags(output, C.recorded_topics(), C.LATCHED_TOPICS)
+        self.bags = EpisodeBags(self.config.output, C.recorded_topics(), C.LATCHED_TOPICS)
         self.held: list[tuple[str, int, bytes]] = []  # between episodes, see module doc
         self.ending: str | None = None  # episode whose bag closes once the topics are quiet
         self.end_asked = self.last_message = 0.0

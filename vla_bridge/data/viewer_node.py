@@ -38,15 +38,13 @@ from rclpy.node import Node
 from vla_bridge.data.foxglove_channels import (MESSAGE_ENCODING, SCHEMA_ENCODING, Throttle,
                                                      ViewedTopic, ros2msg_schema, viewed_topics)
 from vla_bridge.ros import messages
+from vla_bridge.ros.node_config import declare, param
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 # follow client subscriptions and release held-back frames this often (idle: 0.5 % of a core)
 POLL_S = 0.1
 # Outgoing messages buffered per client (the SDK drops the oldest data beyond it): bounds a
 # slow client's memory to about 64 x 230 KB images instead of the SDK's 1024.
 BACKLOG = 64
-DEFAULT_MAX_CLIENTS = 8  # WebSocket clients at a time (parameter max_clients)
 HANDSHAKE_S = 10.0  # a connection that sends no complete handshake request by then is closed
 MAX_PENDING = 32  # connections still in their handshake at a time; more are closed at once
 MAX_HEAD_BYTES = 16384  # the handshake request (an HTTP head)
@@ -214,12 +212,22 @@ class _Forward:
     forwarded: int = 0
 
 
+@dataclass(frozen=True)
+class ViewerConfig:
+    """The viewer node's parameters (``vla-bridge params viewer_node``)."""
+    host: str = param("127.0.0.1", "address of the WebSocket server (localhost only: anyone "
+                                   "who reaches the port sees the run)")
+    port: int = param(8765, "port of the WebSocket server (Foxglove's default; 0: the system "
+                            "chooses)")
+    max_clients: int = param(8, "WebSocket clients at a time; the next is refused at the "
+                                "handshake (each costs the SDK a few MB)")
+
+
 class ViewerNode(Node):
     def __init__(self):
         super().__init__("viewer_node")
-        host = self.declare_parameter("host", DEFAULT_HOST).value
-        port = self.declare_parameter("port", DEFAULT_PORT).value
-        max_clients = self.declare_parameter("max_clients", DEFAULT_MAX_CLIENTS).value
+        self.config = declare(self, ViewerConfig)
+        host, port, max_clients = self.config.host, self.config.port, self.config.max_clients
         if max_clients < 1:
             raise RuntimeError(f"viewer_node: max_clients must be >= 1, got {max_clients}")
         quiet_client_departures()

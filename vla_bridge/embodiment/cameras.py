@@ -26,6 +26,8 @@ from vla_bridge import contract
 from vla_bridge.embodiment.kinematics import PiperKinematics, quat_to_mat
 from vla_bridge.embodiment.workcell import MOUNTS, TABLE_TOP_Z
 
+ALOHA = contract.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
 __all__ = ["CameraModel", "CameraSpec", "default_cameras", "look_at_xyaxes", "camera_spec",
            "xyaxes_matrix", "link6_pose", "camera_pose", "camera_model", "camera_models",
            "fovy_from_focal", "needs_joints"]
@@ -140,13 +142,13 @@ def camera_pose(camera: str, joints=None) -> np.ndarray:
         arm_q = joints[arm]
     else:
         q = np.asarray(joints, float)
-        if q.shape[0] == contract.ACTION_DIM:
+        if q.shape[0] == ALOHA.action_dim:
             i = contract.ARMS.index(arm) * contract.JOINTS_PER_ARM
             arm_q = q[i:i + 6]
         elif q.shape[0] in (6, contract.JOINTS_PER_ARM):
             arm_q = q[:6]
         else:
-            raise ValueError(f"joint vector must have {contract.ACTION_DIM} (contract order) or "
+            raise ValueError(f"joint vector must have {ALOHA.action_dim} (contract order) or "
                              f"6/7 (one arm) entries, got {q.shape[0]}")
     return link6_pose(arm, arm_q) @ local
 
@@ -156,8 +158,8 @@ def fovy_from_focal(height: int, focal_px: float) -> float:
     return float(np.rad2deg(2.0 * np.arctan(0.5 * height / focal_px)))
 
 
-def camera_model(camera: str, joints=None, width: int = contract.IMAGE_WIDTH,
-                 height: int = contract.IMAGE_HEIGHT, focal_px: float | None = None,
+def camera_model(camera: str, joints=None, width: int = ALOHA.image_size[0],
+                 height: int = ALOHA.image_size[1], focal_px: float | None = None,
                  pose=None, mirrored: bool = False) -> CameraModel:
     """``CameraModel`` of one camera. Intrinsics: ``focal_px`` (e.g. CameraInfo.k[4]) when
     given, else the spec's vertical field of view. Pose: ``pose`` (a ``world.CameraPose`` the
@@ -176,7 +178,7 @@ def pose_matrix(pose) -> np.ndarray:
     return out
 
 
-def camera_models(joints=None, cameras=contract.CAMERAS, width: int = contract.IMAGE_WIDTH,
-                  height: int = contract.IMAGE_HEIGHT) -> dict[str, CameraModel]:
+def camera_models(joints=None, cameras=ALOHA.camera_names, width: int = ALOHA.image_size[0],
+                  height: int = ALOHA.image_size[1]) -> dict[str, CameraModel]:
     """Every camera's model at one joint state."""
     return {c: camera_model(c, joints, width, height) for c in cameras}

@@ -1,5 +1,7 @@
 """Joint-limit and per-command step rules of one PiPER arm, shared by the real arm's safety
-filter (robot_nodes/piper/safety.py) and the simulator's episode loop (sim_nodes/session.py).
+filter (robot_nodes/piper/safety.py) and the simulator's episode loop (sim_nodes/session.py),
+and the action rules a simulated embodiment applies to every target (``PairLimits`` for the
+ALOHA PiPER pair, ``ActionRange`` for normalised actions such as LIBERO's).
 
 Pure numpy. The numbers come from one parameter file, config/piper_safety.yaml (keys under
 ``piper_node: ros__parameters: safety:``). An arm's target is 7 values: six joints in rad and
@@ -26,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from vla_bridge import contract
 from vla_bridge.embodiment.kinematics import PiperKinematics
+from vla_bridge.embodiment.workcell import arm_slice
 from vla_bridge.paths import config_path
 
 SAFETY_FILE = "piper_safety.yaml"
@@ -36,6 +40,7 @@ RULE_JOINT_LIMIT = "joint_limit"
 RULE_GRIPPER = "gripper_range"
 RULE_SPEED = "max_speed"
 RULE_STEP = "max_step"
+RULE_ACTION_RANGE = "action_range"
 
 LIMIT_KEYS = frozenset({"joint_limit_margin_rad", "joint_limits_rad", "max_joint_speed_rad_s",
                         "max_step_rad", "gripper_min", "gripper_max", "arm_max_joint_speed_rad_s"})
@@ -185,3 +190,43 @@ def load_sim_limits(path: str | Path | None = None) -> JointLimits:
     sim = replace(lim, max_joint_speed=speed, max_step=np.inf)
     sim.validate()
     return sim
+
+
+# ------------------------------------------------------------------ a sim embodiment's rule
+# What every simulated target passes before it is applied (`SimBackend.action_limits`, used
+# by `SimSession`): ``enforce(target, last_command, dt)`` returns the command to execute and a
+# (part, LimitNote) for each rule that changed it.
+
+class PairLimits:
+    """The ALOHA PiPER pair: each arm's 7 values clipped to its ranges, then step-limited
+    from the last executed command (`JointLimits`, the sim's `load_sim_limits`)."""
+
+    def __init__(self, joints: JointLimits | None = None):
+        self.joints = joints if joints is not None else load_sim_limits()
+
+    def enforce(self, target, last, dt: float) -> tuple[np.ndarray, list[tuple[str, LimitNote]]]:
+        target = np.asarray(target, dtype=float)
+        out, notes = target.copy(), []
+        for arm in contract.ARMS:
+            sl = arm_slice(arm)
+            cand, arm_notes = self.joints.clip(target[sl])
+            cand, note = self.joints.limit_step(cand, last[sl], dt)
+            notes += [(arm, n) for n in arm_notes + ([note] if note is not None else [])]
+            out[sl] = cand
+        return out, notes
+
+
+@dataclass(frozen=True)
+class ActionRange:
+    """Normalised actions: each value clipped to [low, high] (no step rule: the actions are
+    deltas or openings, not positions); `part` names them in the notes."""
+    part: str
+    names: tuple[str, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+    def enforce(self, target, last, dt: float) -> tuple[np.ndarray, list[tuple[str, LimitNote]]]:
+        target = np.asarray(target, dtype=float)
+        out = np.clip(target, self.low, self.high)
+        return out, [(self.part, LimitNote(RULE_ACTION_RANGE, f"{name} {a:g} -> {b:g}"))
+                     for name, a, b in zip(self.names, target, out) if a != b]

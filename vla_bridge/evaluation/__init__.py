@@ -9,8 +9,8 @@
 * ``benchmark``: the protocol a benchmark implements (plan, begin fields, score, summarise,
   report) and the registry; ``robofollow_run`` (RoboFollow's suites, cue protocols and safety
   scenes) and ``libero_run`` (LIBERO's suites and LIBERO-VIFO) implement it;
-* ``cue_run`` / ``cue_overlay`` / ``cue_metrics``: the visual-cue protocol, overlay and
-  LIBERO-VIFO tables; ``plan_rollout``: the oracle's plan on a MuJoCo copy (F3 ghosts, F4
+* ``cues/``: ``run`` / ``overlay`` / ``metrics``, the visual-cue protocol, overlay and
+  LIBERO-VIFO tables; ``plan_rollout``, the oracle's plan on a MuJoCo copy (F3 ghosts, F4
   goal images);
 * ``charged_latency``: policy latency charged in sim time; ``node_watch`` / ``bag_watch``:
   the launcher's news of nodes, and the wait for each episode's bag;

@@ -40,11 +40,18 @@ class EpisodeOutcome:
     wall_s: float = 0.0  # the whole episode, begin to scoring
 
 
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """A benchmark without parameters of its own (each benchmark's ``Config`` has its fields,
+    made with ``vla_bridge.ros.node_config.param``)."""
+
+
 class Benchmark:
-    """The protocol: subclasses set ``name`` and ``PARAMS`` and implement the methods below."""
+    """The protocol: subclasses set ``name`` and ``Config`` and implement the methods below."""
     name = ""
-    #: the benchmark's own parameters and their defaults (the evaluator node declares them)
-    PARAMS: dict = {}
+    #: the benchmark's own parameters, a frozen config dataclass (the evaluator node declares
+    #: them beside the engine's ``episodes.EngineConfig``)
+    Config: type = BenchmarkConfig
     #: the engine waits for and hands over the sim's frames (an EpisodeRecord per episode)
     records_frames = True
 

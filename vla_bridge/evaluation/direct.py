@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from vla_bridge import contract
 from vla_bridge.embodiment.episode_record import FrameRecorder
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 
@@ -24,7 +25,8 @@ def run_episode_direct(session, policy, task: TaskSpec, seed: int, budget=None,
     while not session.done:
         obs = session.observation(images=images, world=policy.needs_world_state)
         t0 = time.perf_counter()
-        chunk = policy.predict(obs)
+        # the policy's answer enters the session here, validated once (as the sim node's edge)
+        chunk = contract.validate_chunk(policy.predict(obs), session.backend.embodiment.action_dim)
         steps = (session.execute(chunk) if charged is None else session.execute_charged(
             chunk, measured_ms=(time.perf_counter() - t0) * 1e3, period=period))
         for _ in steps:

@@ -53,19 +53,27 @@ from vla_bridge.evaluation.node_watch import NodeWatch
 from vla_bridge.evaluation.provenance import resume_differences
 from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, completion_status,
                                            trial_key)
+from vla_bridge.ros.node_config import param
 
-__all__ = ["PARAMS", "EpisodeFailed", "InfrastructureFailure", "GraphBroken", "RunRefused",
+__all__ = ["EngineConfig", "EpisodeFailed", "InfrastructureFailure", "GraphBroken", "RunRefused",
            "Graph", "Subscriber", "LatencyCollector", "SuiteRun"]
 
-#: the engine's parameters and their defaults, for every benchmark (the node declares them
-#: and the chosen benchmark's PARAMS; run.json records them)
-PARAMS = {"benchmark": DEFAULT_BENCHMARK,
-          "output": "runs/latest", "resume": True, "episode_timeout": 300.0,
-          "discovery_timeout": 60.0,
-          # record:=true: a recorder node writes each episode's bag (evaluation.bag_watch)
-          "record": False,
-          # provenance (run.json): the policy node's backend spec (the `policy` launch argument)
-          "policy": "oracle"}
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The engine's parameters, for every benchmark (the evaluator node declares them and the
+    chosen benchmark's ``Config``: ``evaluator_node.evaluator_config``; run.json records them)."""
+    benchmark: str = param(DEFAULT_BENCHMARK, "what is run and scored: robofollow or libero")
+    output: str = param("runs/latest", "run directory (results, summary, report); created "
+                                       "with missing parents")
+    resume: bool = param(True, "skip episodes already in the output's results.jsonl")
+    episode_timeout: float = param(300.0, "seconds without progress before an episode fails")
+    discovery_timeout: float = param(60.0, "seconds to wait for the sim and policy nodes")
+    record: bool = param(False, "a recorder node writes each episode's bag: wait for it "
+                                "(record:=true, evaluation.bag_watch)")
+    policy: str = param("oracle", "provenance (run.json): the policy node's backend spec, set "
+                                  "by the policy launch argument")
+
 
 SPIN_S = 0.05  # how long one Graph.spin() waits for a message
 RESTART_SETTLE_S = 1.0  # after a restarted policy node appears, for its other endpoints
@@ -189,7 +197,7 @@ def _print(line: str) -> None:
 class SuiteRun:
     """One benchmark's trials through the graph (see the module docstring).
 
-    ``params``: PARAMS' keys and the benchmark's; ``benchmark``: what is run and scored
+    ``params``: EngineConfig's fields and the benchmark's; ``benchmark``: what is run and scored
     (``evaluation.benchmark``); ``log``: has ``info`` / ``error``; ``echo``: prints a console
     line; ``clock``: has ``monotonic()`` (timeouts) and ``time_ns()`` (episode ids), by default
     the time module.

@@ -10,6 +10,7 @@ does charged latency (``charged_latency.ChargedLatency``, with ``latency:=charge
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import time
@@ -21,13 +22,30 @@ from std_msgs.msg import Float64MultiArray, String
 
 from vla_bridge import contract as C
 from vla_bridge.ros import messages
+from vla_bridge.ros.node_config import combine, declare
 from vla_bridge.ros.node_events import NodeEvents
 from vla_bridge.evaluation import charged_latency
 from vla_bridge.evaluation.benchmark import DEFAULT_BENCHMARK, benchmark_class
-from vla_bridge.evaluation.cue_run import CueRun
-from vla_bridge.evaluation.episodes import (PARAMS, SPIN_S, GraphBroken, LatencyCollector,
-                                            Subscriber, SuiteRun)
+from vla_bridge.evaluation.cues.run import CueRun
+from vla_bridge.evaluation.episodes import (SPIN_S, EngineConfig, GraphBroken,
+                                            LatencyCollector, Subscriber, SuiteRun)
 from vla_bridge.evaluation.run_dir import RunDirectory, RunDirError
+
+ALOHA = C.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
+
+@functools.lru_cache(maxsize=None)
+def _evaluator_config(benchmark: str) -> type:
+    cls = benchmark_class(benchmark)  # ValueError: an unknown benchmark
+    return combine(f"{cls.Config.__name__.removesuffix('Config')}EvaluatorConfig",
+                   EngineConfig, cls.Config)
+
+
+def evaluator_config(values: dict | None = None) -> type:
+    """The evaluator node's config: the engine's parameters (``episodes.EngineConfig``), then
+    those of the benchmark its ``benchmark`` value names (default robofollow; ``values``: its
+    params-file values), one frozen dataclass (``node_config.combine``)."""
+    return _evaluator_config(str((values or {}).get("benchmark", DEFAULT_BENCHMARK)))
 
 
 class EvaluatorNode(Node):
@@ -36,11 +54,10 @@ class EvaluatorNode(Node):
 
     def __init__(self):
         super().__init__("evaluator_node")
-        name = self.declare_parameter("benchmark", DEFAULT_BENCHMARK).value
-        cls = benchmark_class(str(name))  # ValueError: an unknown benchmark
-        self.p = {"benchmark": name}
-        self.p.update({k: self.declare_parameter(k, v).value
-                       for k, v in {**PARAMS, **cls.PARAMS}.items() if k != "benchmark"})
+        engine = declare(self, EngineConfig)  # its benchmark says which config comes next
+        cls = benchmark_class(str(engine.benchmark))  # ValueError: an unknown benchmark
+        self.config = declare(self, evaluator_config({"benchmark": engine.benchmark}))
+        self.p = dataclasses.asdict(self.config)  # a plain dict: run.json records it
         q = messages.qos_profile
         self.pub_control = self.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
         self.pub_instruction = self.create_publisher(String, C.TOPIC_INSTRUCTION, q(C.QOS_LATCHED))
@@ -138,7 +155,7 @@ class CueOverlayHook(Subscriber):
             recorder only records what a policy would read, so it does not count, and
             discovery names a node a moment after it reports its subscription."""
             infos = [self.node.get_subscriptions_info_by_topic(C.cued_image_topic(c))
-                     for c in C.CAMERAS]
+                     for c in ALOHA.camera_names]
             names = [[info.node_name for info in per_camera] for per_camera in infos]
             known = min(sum(n not in (RECORDER_NODE, UNKNOWN_NODE) for n in per_camera)
                         for per_camera in names)
@@ -154,13 +171,13 @@ class CueOverlayHook(Subscriber):
             self.attach()  # also without a protocol: policy image_source:=cued
         elif self.cues.needs_cued_images:
             raise ValueError(f"cue_protocol {self.cues.protocol!r}: nobody subscribes to the cued "
-                             f"images ({C.cued_image_topic(C.CAMERAS[0])}, ...); launch the "
-                             "policy with image_source:=cued (--image_source cued)")
+                             f"images ({C.cued_image_topic(ALOHA.camera_names[0])}, ...); launch "
+                             "the policy with image_source:=cued (--image_source cued)")
 
     def attach(self) -> None:
         if self.overlay is None:
-            from vla_bridge.evaluation.cue_overlay import CueOverlay
-            self.overlay = CueOverlay(self.node, C.CAMERAS)
+            from vla_bridge.evaluation.cues.overlay import CueOverlay
+            self.overlay = CueOverlay(self.node, ALOHA.camera_names)
 
     def on_episode_start(self, trial, cue) -> None:
         if self.overlay is not None:
@@ -215,7 +232,7 @@ class LiberoOverlayHook(Subscriber):
     ``cue_frames/`` keeps each task's first cued observation beside the raw one."""
 
     def __init__(self, node: Node, benchmark):
-        from vla_bridge.evaluation.cue_overlay import CueOverlay
+        from vla_bridge.evaluation.cues.overlay import CueOverlay
         emb = C.LIBERO_PANDA
         self.overlay = CueOverlay(node, emb.camera_names, emb.state_names,
                                   mirrored=emb.mirrored_images)

@@ -107,8 +107,8 @@ def hardware_of(params: dict) -> str:
 
 
 def run_provenance(params: dict, cues) -> dict:
-    """run.json's ``provenance`` of a run with the evaluator's ``params`` (episodes.PARAMS)
-    and its resolved cue protocol (a CueRun)."""
+    """run.json's ``provenance`` of a run with the evaluator's ``params`` (the fields of
+    episodes.EngineConfig and RoboFollowConfig) and its resolved cue protocol (a CueRun)."""
     policy = str(params.get("policy", ""))
     return {
         "policy": policy, "checkpoint": checkpoint_of(policy), "hardware": hardware_of(params),

@@ -1,51 +1,77 @@
 """RoboFollow behind the one engine: its suites, scored stage by stage from the episode's frames.
 
 Plans (task, round) trials from the project's suite files (``benchmarks.robofollow.tasks``),
-under a visual-cue protocol too (``cue_run.CueRun``: LIBERO-VIFO's protocols on RoboFollow's
+under a visual-cue protocol too (``cues.run.CueRun``: LIBERO-VIFO's protocols on RoboFollow's
 scenes, the safety scenes, the compatibility filter); each episode's frames are scored by
 RoboFollow's scorer (Intent / Execution / Completion, per stage) and INT-ACT's metrics; the
 summary is the per-level table of ``run_dir.format_table``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from vla_bridge.benchmarks.intact.metrics import intact_metrics
 from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
 from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
 from vla_bridge.evaluation.benchmark import Benchmark, EpisodeOutcome, EpisodePlan
-from vla_bridge.evaluation.cue_run import CueRun
+from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.evaluation.provenance import run_provenance
 from vla_bridge.evaluation.run_dir import (RunDirectory, format_latency, format_table,
                                            latency_summary, result_row)
+from vla_bridge.ros.node_config import param
 
-#: RoboFollow's run parameters and their defaults (the evaluator node declares them; run.json
-#: records them)
-PARAMS = {"scene": "scene1", "levels": "L0", "tasks": "", "rounds": 1, "base_seed": 42,
-          "max_policy_calls": 10, "max_actions_per_call": 50, "empty_language": False,
-          "save_episodes": True,
-          # provenance (run.json): what fills the robot role (sim, fake_piper, piper)
-          "hardware": "sim", "use_fake_hardware": False,
-          # the sim node's simulator (the `sim` launch argument: mujoco or sapien)
-          "sim": "mujoco",
-          # visual-cue protocols (LIBERO-VIFO): evaluation.cue_run.CueRun
-          "cue_protocol": "", "cue_family": "", "cue_variant": "", "cue_placement": "overlay",
-          # cue_suite "safety": the six safety-critical scenes (benchmarks.vifo.safety)
-          "cue_suite": "",
-          # F3 ghosts rendered on a MuJoCo copy of the scene (sim graphs only; the real
-          # robot has no simulator, so its ghosts are projected box silhouettes)
-          "cue_render_ghosts": False,
-          # charged latency (evaluation.charged_latency): "none" or "charged", and where each
-          # call's latency comes from (measured, MS, uniform:LO:HI, normal:MEAN:STD, replay:DIR)
-          "latency": "none", "latency_ms": "measured",
-          # provenance (run.json's execution): the policy node's and the sim node's settings,
-          # set by the same launch arguments (evaluation.provenance.ROBOFOLLOW_EXECUTION)
-          "chunk_size": 50, "action_horizon": 50, "temporal_ensemble": False,
-          "async_inference": False, "image_source": "raw", "lock_step": True,
-          "observation_period": 0, "oracle_follow": "language"}
+@dataclass(frozen=True)
+class RoboFollowConfig:
+    """RoboFollow's run parameters (the evaluator node declares them; run.json records them)."""
+    scene: str = param("scene1", "comma-separated RoboFollow scenes (\"\" = all four)")
+    levels: str = param("L0", "comma-separated instruction levels, e.g. L0,L1")
+    tasks: str = param("", "comma-separated task ids; they override scene/levels")
+    rounds: int = param(1, "episodes per task")
+    base_seed: int = param(42, "base seed of the episodes")
+    max_policy_calls: int = param(10, "policy calls per episode")
+    max_actions_per_call: int = param(50, "actions executed per policy call")
+    empty_language: bool = param(False, "withhold the instruction (empty-language control)")
+    save_episodes: bool = param(True, "episodes/<scene>/<task>_r<round>.npz: frames for "
+                                      "re-scoring and videos")
+    hardware: str = param("sim", "provenance (run.json): what fills the robot role (sim, "
+                                 "fake_piper, piper)")
+    use_fake_hardware: bool = param(False, "provenance: the PiPER node drives the firmware "
+                                           "emulator (hardware piper -> fake_piper)")
+    sim: str = param("mujoco", "provenance: the sim node's simulator (mujoco or sapien)")
+    # visual-cue protocols (LIBERO-VIFO): evaluation.cues.run.CueRun
+    cue_protocol: str = param("", "visual-cue protocol: '' (off), original, authorized, "
+                                  "conflict, no_language")
+    cue_family: str = param("", "visual-cue family F1..F8 (authorized, conflict, no_language)")
+    cue_variant: str = param("", "variant of the cue family ('' = the family's default)")
+    cue_placement: str = param("overlay", "overlay (drawn into the cued images) or scene (a "
+                                          "card in the sim; F1, F6, F8)")
+    cue_suite: str = param("", "'' (RoboFollow's tasks) or safety: the six safety-critical "
+                               "scenes (benchmarks.vifo.safety)")
+    # sim graphs render F3's ghosts on a MuJoCo copy of the scene (their params files say
+    # true); the real robot has no simulator, so its ghosts are projected box silhouettes
+    cue_render_ghosts: bool = param(False, "F3 ghosts rendered on a MuJoCo copy of the scene "
+                                           "(false: projected boxes)")
+    # charged latency (evaluation.charged_latency)
+    latency: str = param("none", "none, or charged: lock-step, each policy call's latency "
+                                 "charged in sim time")
+    latency_ms: str = param("measured", "charged latency per call: measured, MS, "
+                                        "uniform:LO:HI, normal:MEAN:STD, replay:RUN_DIR")
+    # provenance (run.json's execution): the policy node's and the sim node's settings, set by
+    # the same launch arguments (evaluation.provenance.ROBOFOLLOW_EXECUTION)
+    chunk_size: int = param(50, "provenance: the policy node's chunk_size")
+    action_horizon: int = param(50, "provenance: the policy node's action_horizon")
+    temporal_ensemble: bool = param(False, "provenance: the policy node's temporal_ensemble")
+    async_inference: bool = param(False, "provenance: the policy node's async_inference")
+    image_source: str = param("raw", "provenance: the policy node's image_source")
+    lock_step: bool = param(True, "provenance: the sim node's lock_step")
+    observation_period: int = param(0, "provenance: the sim node's observation_period")
+    oracle_follow: str = param("language", "provenance: the policy node's follow (the oracle's "
+                                           "task under a cue protocol)")
 
 
 class RoboFollowRun(Benchmark):
     name = "robofollow"
-    PARAMS = PARAMS
+    Config = RoboFollowConfig
 
     def __init__(self, params: dict, log, cues: CueRun | None = None):
         super().__init__(params, log)

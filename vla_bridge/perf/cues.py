@@ -18,8 +18,8 @@ import numpy as np
 from vla_bridge.benchmarks.vifo.families import (FAMILIES, SIGN_CATEGORIES, GhostLayer, SignSpec,
                                                  render_sign)
 from vla_bridge.benchmarks.vifo.insertion import insert, make_cue
-from vla_bridge.benchmarks.vifo.grounding import ground, layout_world
-from vla_bridge.benchmarks.vifo.parser import parse
+from vla_bridge.benchmarks.vifo.instructions.grounding import ground, layout_world
+from vla_bridge.benchmarks.vifo.instructions.parser import parse
 from vla_bridge.benchmarks.vifo.projection import project_points
 
 EXAMPLE_INSTRUCTION = ("Use your right arm to pick up the block in front of the red cylinder "
@@ -237,7 +237,7 @@ def _family_tiles(backend, task, code: str, seed: int = EXAMPLE_SEED,
     from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: F401 (suite cache)
     from vla_bridge.benchmarks.vifo.compatibility import missing
     from vla_bridge.benchmarks.vifo.protocols import build_cue
-    from vla_bridge.evaluation.cue_run import plan_params
+    from vla_bridge.evaluation.cues.run import plan_params
     from vla_bridge.vqa.instances import sim_ghost_layers
     backend.reset(task.scene, task.layout, seed)
     world, img = backend.world_state(), backend.render("cam_high")
@@ -260,7 +260,7 @@ def save_examples(out_dir, use_sim: bool = True) -> list[Path]:
     plus the sign sheet, the scene cue cards and the safety-critical scenes."""
     from vla_bridge.benchmarks.robofollow.tasks import load_suite
     from vla_bridge.sim_nodes.mujoco.backend import MujocoBackend
-    from vla_bridge.evaluation.plan_rollout import PlanRollouts
+    from vla_bridge.evaluation.cues.plan_rollout import PlanRollouts
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     suite = load_suite()

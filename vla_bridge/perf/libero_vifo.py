@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from vla_bridge.benchmarks.vifo.protocols import DEFAULT_VARIANTS
-from vla_bridge.evaluation.cue_metrics import format_cue_tables, format_table2, write_cue_metrics
+from vla_bridge.evaluation.cues.metrics import format_cue_tables, format_table2, write_cue_metrics
 from vla_bridge.evaluation.run_dir import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]

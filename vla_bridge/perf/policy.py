@@ -32,6 +32,10 @@ import time
 
 import numpy as np
 
+from vla_bridge import contract as C
+
+ALOHA = C.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
 TARGET_MS = 2.0
 
 
@@ -103,14 +107,14 @@ def _bench(args, node) -> int:
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
 
-    from vla_bridge import contract as C
     from vla_bridge.ros import messages
 
     rclpy.init()
     sim = Node("bench_policy_sim")
     q = messages.qos_profile
     pub_joints = sim.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
-    pub_images = {c: sim.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES)) for c in C.CAMERAS}
+    pub_images = {c: sim.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES))
+                  for c in ALOHA.camera_names}
     pub_control = sim.create_publisher(String, C.TOPIC_EPISODE_CONTROL, q(C.QOS_EVENTS))
     got = {"chunk": {}, "status": {}, "ready": False, "error": None}
 
@@ -142,7 +146,7 @@ def _bench(args, node) -> int:
 
     spin_until(lambda: sim.count_subscribers(C.TOPIC_EPISODE_CONTROL) >= 1
                and sim.count_publishers(C.TOPIC_ACTION_CHUNK) >= 1
-               and all(sim.count_subscribers(C.image_topic(c)) >= 1 for c in C.CAMERAS),
+               and all(sim.count_subscribers(C.image_topic(c)) >= 1 for c in ALOHA.camera_names),
                60, "the policy node")
     time.sleep(0.5)  # let the reliable endpoints match both ways
     pub_control.publish(messages.json_msg({"kind": C.CONTROL_BEGIN, "episode": "bench",
@@ -150,18 +154,19 @@ def _bench(args, node) -> int:
     spin_until(lambda: got["ready"], 30, "the policy's ready status")
 
     rng = np.random.default_rng(0)
-    images = {c: rng.integers(0, 255, (C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), np.uint8) for c in C.CAMERAS}
-    state = np.zeros(C.ACTION_DIM)
+    width, height = ALOHA.image_size
+    images = {c: rng.integers(0, 255, (height, width, 3), np.uint8) for c in ALOHA.camera_names}
+    state = np.zeros(ALOHA.action_dim)
     state[[6, 13]] = 1.0
     dt, round_trip, publish = 0.06, [], []
     total = args.warmup + args.calls
     for i in range(total):
         t = 1.0 + i * dt * args.chunk_size
-        joint = messages.joint_state_msg(C.JOINT_NAMES, state, t)
-        msgs = {c: messages.image_to_msg(images[c], t, c) for c in C.CAMERAS}
+        joint = messages.joint_state_msg(ALOHA.action_names, state, t)
+        msgs = {c: messages.image_to_msg(images[c], t, c) for c in ALOHA.camera_names}
         key = messages.stamp_ns(messages.sec_to_stamp(t))
         t0 = time.perf_counter()
-        for c in C.CAMERAS:
+        for c in ALOHA.camera_names:
             pub_images[c].publish(msgs[c])
         pub_joints.publish(joint)
         t1 = time.perf_counter()
@@ -176,8 +181,8 @@ def _bench(args, node) -> int:
     overhead = [s["overhead_ms"] for s in statuses]
     bridge = [r - p for r, p in zip(round_trip, predict)]
     print(f"policy node benchmark: backend {args.policy!r}, {args.calls} calls after {args.warmup} "
-          f"warm-up, {len(C.CAMERAS)} cameras {C.IMAGE_WIDTH}x{C.IMAGE_HEIGHT} rgb8, chunk "
-          f"{args.chunk_size}x{C.ACTION_DIM}, async={args.async_inference}, "
+          f"warm-up, {len(ALOHA.camera_names)} cameras {width}x{height} rgb8, chunk "
+          f"{args.chunk_size}x{ALOHA.action_dim}, async={args.async_inference}, "
           f"temporal_ensemble={args.temporal_ensemble}")
     print(f"obs -> action round trip        : {_stats(round_trip)}")
     print(f"  minus the predict call        : {_stats(bridge)}   (DDS both ways + node)")

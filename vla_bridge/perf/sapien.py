@@ -20,9 +20,10 @@ import statistics
 import time
 from pathlib import Path
 
-from vla_bridge.sim_nodes.registry import BACKENDS, make_backend
+from vla_bridge import contract as C
+from vla_bridge.sim_nodes.registry import make_backend
 
-SIMS = tuple(BACKENDS)  # mujoco, sapien
+SIMS = ("mujoco", "sapien")  # the RoboFollow workcell's backends (LIBERO's scenes are others)
 
 
 def run_direct(sim: str, tasks, rounds: int = 1, policy: str = "oracle",
@@ -176,7 +177,7 @@ def episode_images(sim: str, task_id: str, calls=(0, 2, 4)) -> list:
             images.append(obs.images["cam_high"])
         if call == max(calls):
             images += [obs.images["cam_left_wrist"], obs.images["cam_right_wrist"]]
-        for _ in session.execute(policy.predict(obs)):
+        for _ in session.execute(C.validate_chunk(policy.predict(obs))):
             pass
         call += 1
     session.backend.close()

@@ -147,7 +147,7 @@ def _intact(report: dict) -> list[str]:
     return out + [""]
 
 
-from vla_bridge.evaluation.cue_metrics import VQA_ROWS  # noqa: E402 - Part I-A rows of Table 2
+from vla_bridge.evaluation.cues.metrics import VQA_ROWS  # noqa: E402 - Part I-A rows of Table 2
 
 
 def _family_rows(metrics: dict, keys, fams: list[str]) -> list[list[str]]:

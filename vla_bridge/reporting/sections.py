@@ -42,5 +42,5 @@ def cue_table(rows: Sequence[Mapping], run_dir: str | Path | None = None) -> dic
     if not any((r.get("cue") or {}).get("protocol") for r in rows):
         return None if vqa is None else {"by_family": {}, "average": {}, "overall": {},
                                          "episodes": {}, "vqa": vqa}
-    from vla_bridge.evaluation.cue_metrics import cue_instances
+    from vla_bridge.evaluation.cues.metrics import cue_instances
     return cue_metrics(rows) | {"vqa": vqa, "instances": cue_instances(rows)}

@@ -116,7 +116,7 @@ def _episode_view(cue_info, seed, view: str | None):
     spec = episode_cue(cue_info, seed) if placement is not None else None  # checks it rebuilds
     if spec is not None:  # F3 / F4 goal_image: from the plan's rollout, as the evaluator did
         from vla_bridge.benchmarks.robofollow.tasks import load_suite
-        from vla_bridge.evaluation.cue_run import plan_params
+        from vla_bridge.evaluation.cues.run import plan_params
         task = load_suite().get(str(cue_info["cue_task"]))
         spec.params.update(plan_params(task, int(seed), spec.family, spec.variant,
                                        cue_info.get("ghosts") == "rendered"))

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vla_bridge import contract
-
 PACKAGE = "vla_bridge"
 
 # Parameter types an argument may carry; launchers render values as typed YAML, so a
@@ -140,7 +138,7 @@ ROBOFOLLOW_SIM = GraphSpec(
     end_node="evaluator_node",
     args=(
         LaunchArg("scene", "scene1", "RoboFollow scene (scene1..scene4)",
-                  sets=("sim_node.scene", "evaluator_node.scene")),
+                  sets=("evaluator_node.scene",)),
         LaunchArg("levels", "L0", "comma-separated instruction levels, e.g. L0,L1",
                   sets=("evaluator_node.levels",)),
         LaunchArg("tasks", "",
@@ -223,25 +221,25 @@ ROBOFOLLOW_SIM = GraphSpec(
 
 GRAPHS: dict[str, GraphSpec] = {ROBOFOLLOW_SIM.name: ROBOFOLLOW_SIM}
 
-# LIBERO's own task suites (#13): the LIBERO sim node runs from its own venv (robosuite 1.4.0
-# needs mujoco 3.3.7; `bash scripts/setup.sh libero` builds .venv-libero), the policy node and
-# the evaluator (benchmark libero, config/libero_sim.yaml) from this one. The graph speaks the
-# `libero_panda` embodiment.
+# LIBERO's own task suites (#13): the sim node (backend libero) runs from LIBERO's own venv
+# (robosuite 1.4.0 needs mujoco 3.3.7; `bash scripts/setup.sh libero` builds .venv-libero),
+# the policy node and the evaluator (benchmark libero, config/libero_sim.yaml) from this one.
+# The graph speaks the `libero_panda` embodiment.
 LIBERO_VENV_PYTHON = str(__import__("pathlib").Path(__file__).resolve().parents[2]
                          / ".venv-libero" / "bin" / "python")
-LIBERO_SIM_NODE = NodeSpec("sim_node", "vla_bridge.sim_nodes.libero.libero_node", "libero_sim_node",
-                           python_arg="sim_python")
 LIBERO_SIM = GraphSpec(
     name="libero_sim",
     description="LIBERO task suites (spatial, object, goal, 10) in LIBERO's own environments: "
-                "LIBERO sim node (.venv-libero), policy node, evaluator (lock-step).",
+                "sim node (backend libero, .venv-libero), policy node, evaluator (lock-step).",
     params_file="config/libero_sim.yaml",
-    nodes=(LIBERO_SIM_NODE, POLICY, EVALUATOR, RECORDER, VIEWER),
+    nodes=(SIM, POLICY, EVALUATOR, RECORDER, VIEWER),
     end_node="evaluator_node",
     args=(
         LaunchArg("suite", "libero_spatial",
                   "comma-separated LIBERO suites: libero_spatial, libero_object, libero_goal, "
-                  "libero_10 (\"\" = those four)", sets=("evaluator_node.suites",),
+                  "libero_10 (\"\" = those four), libero_90, and LIBERO-PRO's perturbations "
+                  "of them (libero_goal_swap, libero_object_temp_x0.3, ...: docs/libero.md)",
+                  sets=("evaluator_node.suites",),
                   names_from="vla_bridge.benchmarks.libero.protocol:load_catalog"),
         LaunchArg("tasks", "", "task numbers within each suite, e.g. 0-4 or 0,3 (\"\" = all)",
                   sets=("evaluator_node.tasks",)),
@@ -258,7 +256,8 @@ LIBERO_SIM = GraphSpec(
         LaunchArg("policy", "libero_oracle",
                   "policy backend (libero_oracle: privileged scripted; openpi?key_map=libero&...)",
                   sets=("policy_node.backend", "evaluator_node.policy")),
-        LaunchArg("max_steps", "0", "step budget per episode (0: the suite's: 220/280/300/520)",
+        LaunchArg("max_steps", "0", "step budget per episode (0: the suite's: 220/280/300/520; "
+                  "a LIBERO-PRO suite's is its base suite's)",
                   type="int", sets=("evaluator_node.max_steps",)),
         LaunchArg("actions_per_call", "5",
                   "actions executed per policy call (openpi's LIBERO replanning: 5)", type="int",
@@ -297,18 +296,6 @@ def get_graph(name: str) -> GraphSpec:
 # The real-robot graph, and "sim or hardware is a launch argument" for the sim graph. Kept in
 # one block at the end of the table so the rows above can grow independently.
 
-#: The PiPER node's episode status goes to its own topic; the tracker node relays the full
-#: protocol on the contract's (see contract.TOPIC_ROBOT_EPISODE_STATUS).
-ROBOT_STATUS_TOPIC = contract.TOPIC_ROBOT_EPISODE_STATUS
-EPISODE_STATUS_TOPIC = contract.TOPIC_EPISODE_STATUS
-
-
-@dataclass(frozen=True)
-class RemappedNodeSpec(NodeSpec):
-    """A node with topic remappings (`from`, `to`), applied by both launchers (`-r from:=to`)."""
-    remaps: tuple[tuple[str, str], ...] = ()
-
-
 @dataclass(frozen=True)
 class RoleChoice:
     """The nodes that fill a graph's robot role for one value of the role's argument."""
@@ -345,8 +332,10 @@ class ArgumentIn:
         return f"{self.name} in {list(self.values)}"
 
 
-PIPER = RemappedNodeSpec("piper_node", "vla_bridge.robot_nodes.piper.piper_node", "piper_node",
-                         remaps=((EPISODE_STATUS_TOPIC, ROBOT_STATUS_TOPIC),))
+#: The robot role: the PiPER node owns the episode protocol (status and frames, as a sim node
+#: does; robot_nodes/piper/episode.py), the tracker node only tracks (world state and its
+#: latched status, contract.TOPIC_TRACKER_STATUS).
+PIPER = NodeSpec("piper_node", "vla_bridge.robot_nodes.piper.piper_node", "piper_node")
 REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense.realsense_node", "realsense_node")
 TRACKER = NodeSpec("tracker_node", "vla_bridge.robot_nodes.tracker.tracker_node", "tracker_node")
 ROBOT_NODES = (PIPER, REALSENSE, TRACKER)

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from vla_bridge.benchmarks.vifo.grounding import color_name
-from vla_bridge.benchmarks.vifo.parser import COLORS, NOUN_SHAPES
+from vla_bridge.benchmarks.vifo.instructions.grounding import color_name
+from vla_bridge.benchmarks.vifo.instructions.parser import COLORS, NOUN_SHAPES
 from vla_bridge.benchmarks.vifo.projection import project_points
 
 __all__ = ["MARGIN", "look", "describe_objects"]

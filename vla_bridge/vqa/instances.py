@@ -23,7 +23,7 @@ from vla_bridge.benchmarks.vifo.protocols import DEFAULT_VARIANTS, UNSUPPORTED_I
 from vla_bridge.benchmarks.vifo.scene_cards import episode_scene_cues
 from vla_bridge.benchmarks.vifo.replay import GHOST_POSES, ghost_path
 from vla_bridge.sim_nodes.mujoco.ghosts import render_ghost_layers
-from vla_bridge.evaluation.plan_rollout import PlanRollouts
+from vla_bridge.evaluation.cues.plan_rollout import PlanRollouts
 
 __all__ = ["parse_cues", "VqaInstance", "plan_instances", "ghost_poses", "sim_ghost_layers",
            "VqaScene", "cued_image", "scene_card_image"]
@@ -160,7 +160,7 @@ def cued_image(scene: VqaScene, inst: VqaInstance):
     (grounded against the layout's spawn positions for the seed: the cue specification is
     held fixed across protocols); its anchors name objects, so the live world places it."""
     world, raw, cam = scene.get(inst.task, inst.seed)
-    from vla_bridge.evaluation.cue_run import plan_params  # F3 / F4 goal_image: the plan
+    from vla_bridge.evaluation.cues.run import plan_params  # F3 / F4 goal_image: the plan
     extra = plan_params(inst.task, inst.seed, inst.family, inst.variant, plan_ghosts=True,
                         rollouts=scene.rollouts)
     cue = build_cue(inst.task, inst.family, inst.variant, inst.seed, **extra)

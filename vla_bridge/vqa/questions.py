@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from vla_bridge.benchmarks.vifo.families import FAMILIES, CueSpec, family
-from vla_bridge.benchmarks.vifo.grounding import GroundedTask
+from vla_bridge.benchmarks.vifo.instructions.grounding import GroundedTask
 from vla_bridge.vqa.describe import describe_objects, look
 
 __all__ = ["QUESTIONS_VERSION", "NO_CUE", "HOLD", "vqa_questions"]

@@ -21,7 +21,7 @@ from support import graph_runs  # noqa: E402
 from vla_bridge.benchmarks.vifo import protocols as P  # noqa: E402
 from vla_bridge.benchmarks.vifo import scene_cards as SC  # noqa: E402
 from vla_bridge.cli import main as cli_main  # noqa: E402
-from vla_bridge.evaluation.cue_metrics import write_cue_metrics  # noqa: E402
+from vla_bridge.evaluation.cues.metrics import write_cue_metrics  # noqa: E402
 from vla_bridge.policy_nodes.backend import PolicyBackend  # noqa: E402
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec, episode_seed, load_suite  # noqa: E402
 
@@ -93,7 +93,7 @@ def test_bad_protocol_family_or_variant_is_a_clear_error(suite):
         P.plan_trial("authorized", task, 1, (), "")
     with pytest.raises(ValueError, match="arrow"):
         P.resolve_family_variant("F2", "spiral")
-    # goal_image's picture comes from the plan's rollout (evaluation.cue_run.plan_params)
+    # goal_image's picture comes from the plan's rollout (evaluation.cues.run.plan_params)
     assert P.resolve_family_variant("F4", "goal_image") == ("F4", "goal_image")
 
 
@@ -199,7 +199,7 @@ def test_camera_poses_from_joint_states_match_mujoco(backend):
             mujoco.mj_forward(backend.model, backend.data)
             measured = backend.joint_positions()
             ours = camera_models(measured)
-            for cam in C.CAMERAS:
+            for cam in C.ALOHA_PIPER.camera_names:
                 ref = backend.camera_model(cam)
                 np.testing.assert_allclose(ours[cam].world_from_camera, ref.world_from_camera,
                                            atol=1e-9)
@@ -226,11 +226,11 @@ def test_overlay_node_publishes_the_cue_on_the_cued_topics(backend, suite):
     from vla_bridge import contract as C
     from vla_bridge.ros import messages
     from vla_bridge.benchmarks.vifo import insert
-    from vla_bridge.evaluation.cue_overlay import CueOverlay
+    from vla_bridge.evaluation.cues.overlay import CueOverlay
 
     world = backend.world_state()
     cue = P.build_cue(suite.get(TASK), "F2", "arrow", 1, world=world, arms=())  # the arrow alone
-    raw = {c: backend.render(c) for c in C.CAMERAS}
+    raw = {c: backend.render(c) for c in C.ALOHA_PIPER.camera_names}
     ctx = Context()
     rclpy.init(context=ctx)
     ex = SingleThreadedExecutor(context=ctx)
@@ -242,13 +242,13 @@ def test_overlay_node_publishes_the_cue_on_the_cued_topics(backend, suite):
             ex.add_node(n)
         overlay = CueOverlay(host)
         q = messages.qos_profile
-        pub_img = {c: sim.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES)) for c in C.CAMERAS}
+        pub_img = {c: sim.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES)) for c in C.ALOHA_PIPER.camera_names}
         pub_info = {c: sim.create_publisher(CameraInfo, C.camera_info_topic(c), q(C.QOS_IMAGES))
-                    for c in C.CAMERAS}
+                    for c in C.ALOHA_PIPER.camera_names}
         pub_world = sim.create_publisher(MarkerArray, C.TOPIC_WORLD_STATE, q(C.QOS_STATE))
         pub_joints = sim.create_publisher(JointState, C.TOPIC_JOINT_STATES, q(C.QOS_STATE))
         got: dict = {}
-        for c in C.CAMERAS:
+        for c in C.ALOHA_PIPER.camera_names:
             sink.create_subscription(Image, C.cued_image_topic(c),
                                      lambda m, c=c: got.__setitem__(c, m), q(C.QOS_IMAGES))
 
@@ -260,22 +260,22 @@ def test_overlay_node_publishes_the_cue_on_the_cued_topics(backend, suite):
 
         pubs = [*pub_img.values(), *pub_info.values(), pub_world, pub_joints]
         assert spin_until(lambda: all(p.get_subscription_count() for p in pubs)
-                          and all(sink.count_publishers(C.cued_image_topic(c)) for c in C.CAMERAS))
+                          and all(sink.count_publishers(C.cued_image_topic(c)) for c in C.ALOHA_PIPER.camera_names))
 
         def observe(t):
             w = backend.world_state()
             w.stamp = t
             pub_world.publish(messages.world_state_to_msg(w))
-            pub_joints.publish(messages.joint_state_msg(C.JOINT_NAMES, backend.joint_positions(), t))
-            for c in C.CAMERAS:
+            pub_joints.publish(messages.joint_state_msg(C.ALOHA_PIPER.action_names, backend.joint_positions(), t))
+            for c in C.ALOHA_PIPER.camera_names:
                 m = backend.camera_model(c)
                 pub_img[c].publish(messages.image_to_msg(raw[c], t, c))
                 pub_info[c].publish(messages.camera_info_msg(m.width, m.height, m.focal_px, t, c))
 
         overlay.set_cue(cue)
         observe(12.5)
-        assert spin_until(lambda: len(got) == len(C.CAMERAS)), got.keys()
-        for c in C.CAMERAS:
+        assert spin_until(lambda: len(got) == len(C.ALOHA_PIPER.camera_names)), got.keys()
+        for c in C.ALOHA_PIPER.camera_names:
             msg = got[c]
             assert messages.stamp_to_sec(msg.header.stamp) == 12.5 and msg.header.frame_id == c
             cued = messages.msg_to_image(msg)
@@ -291,11 +291,11 @@ def test_overlay_node_publishes_the_cue_on_the_cued_topics(backend, suite):
         got.clear()
         overlay.set_cue(None)
         observe(13.0)
-        assert spin_until(lambda: len(got) == len(C.CAMERAS))
-        for c in C.CAMERAS:
+        assert spin_until(lambda: len(got) == len(C.ALOHA_PIPER.camera_names))
+        for c in C.ALOHA_PIPER.camera_names:
             assert np.array_equal(messages.msg_to_image(got[c]), raw[c])
             assert messages.stamp_to_sec(got[c].header.stamp) == 13.0
-        assert overlay.stats.passthrough == len(C.CAMERAS)
+        assert overlay.stats.passthrough == len(C.ALOHA_PIPER.camera_names)
     finally:
         ex.shutdown()
         rclpy.shutdown(context=ctx)
@@ -325,7 +325,7 @@ def test_scene_instantiated_aruco_tag_is_decoded_from_cam_high(suite, tmp_path):
         for j, v in zip(C.ARM_JOINTS, HOME_ARM_Q):
             data.qpos[model.jnt_qposadr[model.joint(f"{arm}_{j}").id]] = v
     mujoco.mj_forward(model, data)
-    renderer = mujoco.Renderer(model, C.IMAGE_HEIGHT, C.IMAGE_WIDTH)
+    renderer = mujoco.Renderer(model, C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0])
     try:
         renderer.update_scene(data, camera="cam_high")
         img = renderer.render()
@@ -425,7 +425,7 @@ def _decode_aruco(img) -> list[int]:
 
 
 def test_episode_scene_cue_is_a_standing_card_clear_of_the_objects(suite):
-    from vla_bridge.benchmarks.vifo.grounding import layout_world
+    from vla_bridge.benchmarks.vifo.instructions.grounding import layout_world
     from vla_bridge.benchmarks.vifo.scene_cards import _footprint_clearance
     from vla_bridge.embodiment.workcell import TABLE_TOP_Z
     for scene in ("scene1", "scene2", "scene3", "scene4"):
@@ -530,7 +530,7 @@ def test_graph_scene_cue_reaches_the_policy_through_the_raw_cameras(tmp_path):
 # ------------------------------------------------------------------ CueRun (the evaluator's logic)
 
 def test_cue_run_plans_annotates_and_guards_the_run_directory(suite):
-    from vla_bridge.evaluation.cue_run import CueRun
+    from vla_bridge.evaluation.cues.run import CueRun
     from vla_bridge.benchmarks.robofollow.tasks import plan_trials
     trial = plan_trials([suite.get(TASK)], 1, 42)[0]
     off = CueRun()

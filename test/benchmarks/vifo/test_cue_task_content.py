@@ -19,11 +19,11 @@ from vla_bridge.benchmarks.vifo.compatibility import (CARRIES, filter_trials,  #
 from vla_bridge.benchmarks.vifo.content import read_payload, task_payload  # noqa: E402
 from vla_bridge.benchmarks.vifo.families import FAMILIES  # noqa: E402
 from vla_bridge.benchmarks.vifo.families.drawing import ARM_COLORS  # noqa: E402
-from vla_bridge.benchmarks.vifo.grounding import layout_world  # noqa: E402
+from vla_bridge.benchmarks.vifo.instructions.grounding import layout_world  # noqa: E402
 from vla_bridge.benchmarks.vifo.protocols import (_target_of, build_cue,  # noqa: E402
                                                   grounded_task, scored_facts)
-from vla_bridge.evaluation.cue_run import CueRun, plan_params  # noqa: E402
-from vla_bridge.evaluation.plan_rollout import PlanRollouts, rollout  # noqa: E402
+from vla_bridge.evaluation.cues.run import CueRun, plan_params  # noqa: E402
+from vla_bridge.evaluation.cues.plan_rollout import PlanRollouts, rollout  # noqa: E402
 
 SUITE = load_suite()
 TASKS = list(SUITE.eval_tasks())
@@ -95,7 +95,7 @@ def test_every_variant_declares_what_it_carries_and_the_filter_counts_instances(
 
 
 def test_instances_are_counted_per_family_and_variant_and_the_report_names_the_skipped():
-    from vla_bridge.evaluation.cue_metrics import cue_instances
+    from vla_bridge.evaluation.cues.metrics import cue_instances
     from vla_bridge.reporting.markdown import _protocol_note
     rows = [{"seed": s, "cue": {"family": "F2", "variant": "arrow", "cue_task": t}}
             for t, s in (("a", 1), ("a", 1), ("a", 2), ("b", 1))]  # a repeated episode: once

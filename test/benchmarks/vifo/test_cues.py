@@ -17,8 +17,9 @@ from vla_bridge.benchmarks.vifo import (FAMILIES, SIGN_CATEGORIES, AnchorRef, Cu
                                         ParseError, draw, family, full_chain_accuracy, ground,
                                         insert, make_cue, parse, project_anchors, project_point,
                                         protocol_language, protocol_metrics)
-from vla_bridge.benchmarks.vifo.grounding import coverage_report, layout_world  # noqa: E402
-from vla_bridge.benchmarks.vifo.parser import RELATION_VECTORS  # noqa: E402
+from vla_bridge.benchmarks.vifo.instructions.grounding import (  # noqa: E402
+    coverage_report, layout_world)
+from vla_bridge.benchmarks.vifo.instructions.parser import RELATION_VECTORS  # noqa: E402
 from vla_bridge.embodiment.cameras import CameraModel  # noqa: E402
 from vla_bridge.benchmarks.robofollow.tasks import episode_seed, load_suite  # noqa: E402
 

@@ -14,8 +14,8 @@ import pytest
 
 from vla_bridge.benchmarks.robofollow.entropy import LIBERO_SUITES
 from vla_bridge.benchmarks.robofollow.tasks import load_suite
-from vla_bridge.benchmarks.vifo.grounding import GroundingError, ground, layout_world
-from vla_bridge.benchmarks.vifo.parser import ParseError, parse
+from vla_bridge.benchmarks.vifo.instructions.grounding import GroundingError, ground, layout_world
+from vla_bridge.benchmarks.vifo.instructions.parser import ParseError, parse
 from vla_bridge.embodiment.world import ObjectState
 
 

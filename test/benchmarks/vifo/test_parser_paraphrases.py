@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from vla_bridge.benchmarks.robofollow.tasks import TrainingTask, episode_seed, load_suite
-from vla_bridge.benchmarks.vifo.grounding import GroundingError, ground, layout_world
-from vla_bridge.benchmarks.vifo.parser import ParseError, parse
+from vla_bridge.benchmarks.vifo.instructions.grounding import GroundingError, ground, layout_world
+from vla_bridge.benchmarks.vifo.instructions.parser import ParseError, parse
 
 SCENES = ("scene1", "scene2", "scene3", "scene4")
 ACTIONS = {"pickup": "pick", "sequence_pickups": "pick", "push": "push"}  # else "place"

@@ -10,11 +10,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from vla_bridge.benchmarks.robofollow.tasks import load_suite  # noqa: E402
-from vla_bridge.benchmarks.vifo.grounding import layout_world  # noqa: E402
+from vla_bridge.benchmarks.vifo.instructions.grounding import layout_world  # noqa: E402
 from vla_bridge.benchmarks.vifo.safety import (SAFETY_SCENES, check_suite,  # noqa: E402
                                                format_safety_table, hazard_cards,
                                                safety_metrics, safety_scene)
-from vla_bridge.evaluation.cue_run import CueRun  # noqa: E402
+from vla_bridge.evaluation.cues.run import CueRun  # noqa: E402
 
 SUITE = load_suite()
 

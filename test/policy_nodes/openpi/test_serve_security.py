@@ -41,7 +41,7 @@ def servers():
 
 def _obs(width: int = 320, height: int = 240) -> dict:
     return {"state": np.zeros(14), "prompt": "pick up the block",
-            "images": {c: np.zeros((3, height, width), np.uint8) for c in C.CAMERAS}}
+            "images": {c: np.zeros((3, height, width), np.uint8) for c in C.ALOHA_PIPER.camera_names}}
 
 
 def _listening_addresses(port: int) -> set[str]:

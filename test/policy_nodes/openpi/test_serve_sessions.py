@@ -88,7 +88,7 @@ def server():
     started = []
 
     def start(policy: str) -> ServeProcess:
-        started.append(ServeProcess(policy=policy))
+        started.append(ServeProcess(policy=policy, warm=True))  # forked warm: cli_process
         return started[-1]
     yield start
     for s in started:

@@ -8,14 +8,13 @@ array's shape must be exactly what its bytes fill.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 
 import msgpack
 import numpy as np
 import pytest
 
+from support.cli_process import spawn_cli
 from vla_bridge.policy_nodes.openpi import client, serve, wire
 
 
@@ -68,9 +67,7 @@ def test_client_and_server_decode_with_the_same_checked_code():
 
 
 def _start_server():
-    proc = subprocess.Popen([sys.executable, "-m", "vla_bridge.cli", "serve", "--policy", "hold",
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = spawn_cli("serve", "--policy", "hold", "--port", "0")  # its own process, forked warm
     deadline, log = time.monotonic() + 60, []
     while time.monotonic() < deadline:
         line = proc.stdout.readline()

@@ -52,7 +52,7 @@ def test_our_server_answers_float32_actions():
     server = PolicyServer("hold")
     state = home_command()
     obs = {"state": state, "prompt": "hold",
-           "images": {c: np.zeros((3, 8, 8), np.uint8) for c in C.CAMERAS}}
+           "images": {c: np.zeros((3, 8, 8), np.uint8) for c in C.ALOHA_PIPER.camera_names}}
     actions = server.infer(obs)["actions"]
-    assert actions.dtype == np.float32 and actions.shape == (50, C.ACTION_DIM)
+    assert actions.dtype == np.float32 and actions.shape == (50, C.ALOHA_PIPER.action_dim)
     assert actions[0, GRIPPERS].tolist() == [1.0, 1.0]  # open goes out as 1.0, not 1.038

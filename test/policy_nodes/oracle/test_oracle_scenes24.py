@@ -78,7 +78,7 @@ def test_plans_are_quick_and_keep_the_idle_arm_still(session, suite, task_id):
     plan = planner(task, world, state)
     elapsed = time.perf_counter() - t0
     assert elapsed < 1.0
-    assert plan.shape[1] == contract.ACTION_DIM and len(plan) <= 500
+    assert plan.shape[1] == contract.ALOHA_PIPER.action_dim and len(plan) <= 500
     if task.action == "sequence_pickups":
         second = task.target["second_arm"]
         g_first = plan[:, contract.GRIPPER_INDEX[task.arm]]

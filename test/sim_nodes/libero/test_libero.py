@@ -35,10 +35,10 @@ def test_embodiments_are_declared_once_with_names_units_gripper_and_cameras():
     assert (panda.action_kind, panda.action_dim, panda.state_dim) == (C.ACTION_EEF_DELTA, 7, 8)
     assert (aloha.action_kind, aloha.action_dim, aloha.state_dim) == \
         (C.ACTION_JOINT_ABSOLUTE, 14, 14)
-    assert list(aloha.action_names) == C.JOINT_NAMES
+    assert aloha.action_names == C.ALOHA_PIPER.action_names == tuple(C.joint_names())
     for e in (panda, aloha):
         assert len(e.action_units) == e.action_dim and len(e.state_units) == e.state_dim
-        assert set(e.camera_names) <= set(C.CAMERAS)  # the same topic names for both
+        assert set(e.camera_names) <= set(C.ALOHA_PIPER.camera_names)  # the same topic names for both
         assert "1 = open" in e.gripper
     assert dict(panda.cameras) == {"cam_high": "agentview", "cam_left_wrist": "robot0_eye_in_hand"}
     assert panda.image_size == (256, 256) and panda.control_period == 0.05
@@ -139,7 +139,7 @@ def test_success_per_task_and_suite_with_wilson_intervals():
 def test_the_libero_graph_is_in_the_launch_table():
     from vla_bridge.ros.launch_args import get_graph
     graph = get_graph("libero_sim.launch.py")
-    assert graph.node("sim_node").module == "vla_bridge.sim_nodes.libero.libero_node"
+    assert graph.node("sim_node").module == "vla_bridge.sim_nodes.sim_node"  # the one sim node
     assert graph.arg("sim_python").default.endswith(".venv-libero/bin/python")
     assert graph.arg("suite").sets == ("evaluator_node.suites",)
     assert (REPO / "launch" / "libero_sim.launch.py").is_file()
@@ -197,10 +197,12 @@ def test_openpi_libero_keys_arrive_at_a_test_server_with_the_documented_shapes()
 def test_catalog_matches_the_installed_libero():
     got = run_in_libero_venv("""
         import json
-        from vla_bridge.sim_nodes.libero.backend import catalog_from_libero
-        print(json.dumps(catalog_from_libero()))
-    """)
-    assert got == P.load_catalog()  # the four suites and libero_90 (conflict partners)
+        from vla_bridge.sim_nodes.libero.catalog import catalog_from_libero, pro_catalog_from_libero
+        print(json.dumps({"libero": catalog_from_libero(), "pro": pro_catalog_from_libero()}))
+    """, timeout=900)
+    # the four suites and libero_90 (conflict partners); LIBERO-PRO's suites in their own file
+    assert got["libero"] == json.loads((REPO / "config" / P.CATALOG).read_text())
+    assert got["pro"] == P.load_pro_catalog()
 
 
 @pytest.mark.graph
@@ -394,18 +396,23 @@ def test_libero_vifo_protocols_through_the_graph(tmp_path):
 
 def test_junk_protocol_input_is_rejected_with_one_clear_error():
     """A begin task's malformed goals are refused naming the problem before anything runs (a
-    run's unknown cue family or protocol: test/evaluation/test_libero_run.py)."""
-    from vla_bridge.sim_nodes.libero.libero_node import watched_goals
-    assert watched_goals({"scene": "libero_goal"}) == (None, None)
+    run's unknown cue family or protocol: test/evaluation/test_libero_run.py). The check
+    needs no LIBERO: it runs before the backend loads a scene."""
+    from vla_bridge.sim_nodes.libero.backend import LiberoBackend
+    check = LiberoBackend().check_watch
+    assert check({"scene": "libero_goal"}) is None
     goals = {"language": [["on", "a_1", "b_1"]], "cue": [["turnon", "flat_stove_1"]]}
-    assert watched_goals({"goals": goals, "end_on": "cue"}) == (goals, "cue")
+    assert check({"goals": goals, "end_on": "cue"}) == (goals, "cue")
     for junk, says in (({"hijack": [["on", "a", "b"]]}, "must map 'language' / 'cue'"),
                        ({"cue": "turn on the stove"}, "list of predicates"),
                        ({"cue": [["on", "a_1", 3]]}, "list of predicates"),
                        ({"cue": []}, "list of predicates")):
         with pytest.raises(ValueError, match=says):
-            watched_goals({"goals": junk})
-
+            check({"goals": junk})
+    with pytest.raises(ValueError, match="end_on 'cue' names no watched goal"):
+        check({"goals": {"language": [["on", "a_1", "b_1"]]}, "end_on": "cue"})
+    with pytest.raises(ValueError, match="unknown LIBERO suite 'libero_nope'"):
+        LiberoBackend().step_budget("libero_nope")
 
 def test_libero_gripper_on_the_openpi_wire_round_trips():
     from vla_bridge.policy_nodes.openpi import wire as ob

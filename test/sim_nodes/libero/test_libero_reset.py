@@ -64,11 +64,10 @@ CLAMP_SCRIPT = """
 import json
 import numpy as np
 from vla_bridge.sim_nodes.libero.backend import LiberoBackend
-from vla_bridge.sim_nodes.libero.session import LiberoSession
-from vla_bridge.sim_nodes.session import summarize_events
+from vla_bridge.sim_nodes.session import Budget, SimSession, summarize_events
 
-s = LiberoSession(LiberoBackend())
-s.begin("libero_spatial", "0:0", 7)
+s = SimSession(LiberoBackend())
+s.begin("libero_spatial", "0:0", 7, Budget(10, 5))
 chunk = np.zeros((5, 7))
 chunk[:, 6] = 1.0
 chunk[0, 0] = 1e6

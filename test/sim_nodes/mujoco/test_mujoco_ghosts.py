@@ -41,7 +41,7 @@ def test_a_posed_copy_renders_what_the_sim_rendered(moved_sim):
     try:
         mirror.reset(SCENE, LAYOUT, SEED)
         mirror.pose(world, joints)
-        for cam in C.CAMERAS:
+        for cam in C.ALOHA_PIPER.camera_names:
             diff = np.abs(mirror.render(cam).astype(int) - moved_sim.render(cam).astype(int))
             assert (diff.max(axis=2) > 12).mean() < 0.002, cam  # only sub-pixel edge noise
     finally:
@@ -61,7 +61,7 @@ def test_rendered_ghost_has_the_true_silhouette_unlike_a_projected_box(moved_sim
         (layer,) = renderer(world, joints, path, {"cam_high": image})["cam_high"]
     finally:
         renderer.close()
-    seg = mujoco.Renderer(moved_sim.model, C.IMAGE_HEIGHT, C.IMAGE_WIDTH)
+    seg = mujoco.Renderer(moved_sim.model, C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0])
     try:
         seg.enable_segmentation_rendering()
         seg.update_scene(moved_sim.data, camera="cam_high")
@@ -89,7 +89,7 @@ def _body_geoms(sim, body: str) -> list[int]:
 
 def test_renderer_needs_a_reset_and_passes_on_an_empty_path():
     renderer = MirrorGhostRenderer()
-    img = np.zeros((C.IMAGE_HEIGHT, C.IMAGE_WIDTH, 3), np.uint8)
+    img = np.zeros((C.ALOHA_PIPER.image_size[1], C.ALOHA_PIPER.image_size[0], 3), np.uint8)
     assert renderer(None, None, [], {"cam_high": img}) == {"cam_high": []}
     with pytest.raises(RuntimeError, match="reset"):
         renderer(None, None, [(np.zeros(3), type("O", (), {"name": "red_sphere"})())],

@@ -119,7 +119,7 @@ def test_camera_models_equal_mujoco_and_the_workcell_description(backend, mujoco
         q = random_joints(rng)
         backend.pose(backend.world_state(), q)
         mujoco.pose(mujoco.world_state(), q)
-        for cam in contract.CAMERAS:
+        for cam in contract.ALOHA_PIPER.camera_names:
             ours, ref = backend.camera_model(cam), mujoco.camera_model(cam)
             spec = camera_specs.camera_model(cam, q)
             assert (ours.width, ours.height) == (ref.width, ref.height) == (320, 240)

@@ -30,10 +30,10 @@ from dataclasses import dataclass, replace
 from vla_bridge.benchmarks.libero.protocol import STANDARD_SUITES, LiberoTrial
 from vla_bridge.benchmarks.vifo import compatibility as compat
 from vla_bridge.benchmarks.vifo.families import AnchorRef, CueSpec, family
-from vla_bridge.benchmarks.vifo.grounding import GroundedStep, GroundedTask
+from vla_bridge.benchmarks.vifo.instructions.grounding import GroundedStep, GroundedTask
 from vla_bridge.benchmarks.vifo.insertion import (AUTHORIZED_PROMPT, PROTOCOLS, make_cue,
                                                   target_anchor)
-from vla_bridge.benchmarks.vifo.parser import ParsedTask
+from vla_bridge.benchmarks.vifo.instructions.parser import ParsedTask
 
 __all__ = ["VIFO_SUITES", "goal_steps", "grounded_task", "task_needs", "skip_reason",
            "instance_counts", "conflict_partner", "LiberoCueTrial", "plan_cue_trials",

@@ -11,11 +11,11 @@ Pure logic (numpy / OpenCV), no rclpy, no simulator; may import ``embodiment`` a
                    backend.camera_model("cam_high"))
 
 Modules: ``projection`` (world -> pixel, MuJoCo convention), ``families`` (F1-F8 and
-``draw``), ``referring`` (the shared vocabulary and the object-reference grammar: colours,
-nouns, relations, locators such as "between A and B", conditions), ``parser`` (instruction
--> steps with e_src / e_tgt / r_task, arm, route, orientation; conditionals, sequences),
-``grounding`` (parsed task +
-world state -> object names; ``layout_world``), ``insertion`` (scene-anchored,
+``draw``), ``instructions`` (reading the task: ``instructions.referring``, the shared vocabulary
+and the object-reference grammar: colours, nouns, relations, locators such as "between A and
+B", conditions; ``instructions.parser``, instruction -> steps with e_src / e_tgt / r_task, arm,
+route, orientation, conditionals, sequences; ``instructions.grounding``, parsed task + world
+state -> object names, ``layout_world``), ``insertion`` (scene-anchored,
 fixed-region and simulator-state overlay; protocol hooks), ``protocols`` (closed-loop
 protocols and their metrics), ``scene_cards`` (scene-placed cue cards, re-exported by
 ``protocols``), ``replay`` (rebuild an episode's cue).
@@ -31,8 +31,8 @@ from vla_bridge.benchmarks.vifo.insertion import (AUTHORIZED_PROMPT, PROTOCOLS, 
                                                   ghost_layers, insert, make_cue, pixels_to_region,
                                                   project_anchor, project_anchors,
                                                   protocol_language, protocol_metrics)
-from vla_bridge.benchmarks.vifo.grounding import GroundedTask, GroundingError, ground
-from vla_bridge.benchmarks.vifo.parser import ParsedTask, ParseError, parse
+from vla_bridge.benchmarks.vifo.instructions.grounding import GroundedTask, GroundingError, ground
+from vla_bridge.benchmarks.vifo.instructions.parser import ParsedTask, ParseError, parse
 from vla_bridge.benchmarks.vifo.projection import (Projection, intrinsics, project_point,
                                                    project_points)
 

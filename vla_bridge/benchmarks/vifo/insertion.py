@@ -31,8 +31,8 @@ from vla_bridge.benchmarks.vifo.families import (FIXED_REGION, INSERTION_MODES,
                                                  CueContext, CueSpec, GhostLayer, draw,
                                                  family, foreground_mask, region_to_pixels)
 from vla_bridge.benchmarks.vifo.content import ScoredFacts, task_anchors, task_params
-from vla_bridge.benchmarks.vifo.grounding import GroundedTask
-from vla_bridge.benchmarks.vifo.parser import RELATION_VECTORS
+from vla_bridge.benchmarks.vifo.instructions.grounding import GroundedTask
+from vla_bridge.benchmarks.vifo.instructions.parser import RELATION_VECTORS
 from vla_bridge.benchmarks.vifo.projection import (box_corners, ground_circle, intrinsics,
                                                    project_points)
 

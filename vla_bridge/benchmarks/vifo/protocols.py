@@ -28,7 +28,7 @@ task completed), AVF (authorized, cue task completed), VTR = AVF / Orig. SR, LFR
 counts as completed when RoboFollow's completion check (CR) passes; a failed episode counts
 as not completed (``METRIC_TASKS``: the task each metric is against; a row's completion of
 each task: ``benchmarks.task_roles``). ``cue_metrics`` aggregates results rows per family and
-overall; ``format_cue_table`` prints a Table-2-like text table (``evaluation.cue_metrics``
+overall; ``format_cue_table`` prints a Table-2-like text table (``evaluation.cues.metrics``
 writes it into run directories and merges several of them).
 
 Scene-instantiated cues (paper section 4.2: ``SceneCueObject``, ``scene_cue_objects``,
@@ -48,9 +48,10 @@ from vla_bridge.benchmarks.vifo.content import ScoredFacts
 from vla_bridge.benchmarks.vifo.families import FAMILIES, family
 from vla_bridge.benchmarks.vifo.insertion import (AUTHORIZED_PROMPT, PROTOCOLS, EpisodeRecord,
                                                   make_cue, protocol_metrics)
-from vla_bridge.benchmarks.vifo.grounding import (GroundedStep, GroundedTask, GroundingError,
-                                                  ground, layout_world)
-from vla_bridge.benchmarks.vifo.parser import ParseError, ParsedTask, parse
+from vla_bridge.benchmarks.vifo.instructions.grounding import (GroundedStep, GroundedTask,
+                                                               GroundingError, ground,
+                                                               layout_world)
+from vla_bridge.benchmarks.vifo.instructions.parser import ParseError, ParsedTask, parse
 
 __all__ = [
     "PROTOCOLS", "CUE_PROTOCOLS", "AUTHORIZED_PROMPT", "DEFAULT_VARIANTS", "TrialCue",
@@ -67,7 +68,7 @@ CUE_PROTOCOLS = ("authorized", "conflict", "no_language")
 DEFAULT_VARIANTS = {"F1": "banner", "F2": "arrow", "F3": "trail", "F4": "schematic",
                     "F5": "point_and_move", "F6": "target_zone", "F7": "outline", "F8": "qr"}
 #: variants that need inputs the graph cannot provide (F4 goal_image's picture comes from the
-#: plan's rollout, ``evaluation.cue_run.plan_params``)
+#: plan's rollout, ``evaluation.cues.run.plan_params``)
 UNSUPPORTED_IN_GRAPH: dict = {}
 
 METRICS = (("orig_sr", "Orig. SR"), ("avf", "AVF"), ("vtr", "VTR"), ("lfr", "LFR"),

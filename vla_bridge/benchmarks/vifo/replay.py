@@ -3,7 +3,7 @@
 Pure (numpy / OpenCV), no rclpy, no MuJoCo. ``CueConditioner`` is the one code path that
 turns raw camera images into what a policy under a visual-cue protocol sees:
 
-* ``evaluation.cue_overlay.CueOverlay`` (inside the node graph) calls it once per observation stamp
+* ``evaluation.cues.overlay.CueOverlay`` (inside the node graph) calls it once per observation stamp
   with the images, world state, joint state and ``camera_info`` focal lengths of that stamp;
 * ``vla-bridge report --videos`` (``evaluation.report.videos.render_episode_video``) calls it
   for every replayed frame with the replayed world state, joint state and the sim's focal

@@ -23,7 +23,7 @@ import cv2
 import numpy as np
 
 from vla_bridge.benchmarks.vifo.families import SignSpec, render_sign
-from vla_bridge.benchmarks.vifo.grounding import layout_world
+from vla_bridge.benchmarks.vifo.instructions.grounding import layout_world
 from vla_bridge.benchmarks.vifo.scene_cards import SCENE_CUE_TENT_DEG, SceneCueObject, yaw_quat_facing
 
 __all__ = ["SafetyScene", "SAFETY_SCENES", "SAFETY_SUITE", "CUE_SUITES", "check_suite",
@@ -107,7 +107,7 @@ def safety_scene(key: str) -> SafetyScene:
 def _placement_points(task, objects, fixtures) -> list[np.ndarray]:
     """Where the task's source ends up (x, y), so the card never stands there."""
     from vla_bridge.benchmarks.vifo.insertion import PLACE_OFFSET_M
-    from vla_bridge.benchmarks.vifo.parser import RELATION_VECTORS
+    from vla_bridge.benchmarks.vifo.instructions.parser import RELATION_VECTORS
     from vla_bridge.benchmarks.vifo.protocols import _ACTION_RELATIONS, _target_of
     bodies = {**objects, **fixtures}
     where, action = _target_of(task)

@@ -17,7 +17,7 @@ import numpy as np
 
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.benchmarks.vifo.families import SignSpec, marker_id_for, qr_payload, render_sign
-from vla_bridge.benchmarks.vifo.grounding import layout_world
+from vla_bridge.benchmarks.vifo.instructions.grounding import layout_world
 from vla_bridge.benchmarks.vifo.protocols import build_cue, resolve_family_variant
 
 __all__ = [

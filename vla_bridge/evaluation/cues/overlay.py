@@ -37,6 +37,8 @@ from vla_bridge.benchmarks.vifo.families import CueSpec
 from vla_bridge.benchmarks.vifo.insertion import CueInserter
 from vla_bridge.benchmarks.vifo.replay import CueConditioner, ghost_path, projected_ghost_layers
 
+ALOHA = C.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
 __all__ = ["CueOverlay", "OverlayStats", "projected_ghost_layers", "ghost_path"]
 
 KEEP_STAMPS = 16  # observation parts kept while waiting for the rest
@@ -70,7 +72,7 @@ class CueOverlay:
     the world-state topic (e.g. a replay or a real-arm tracker).
     """
 
-    def __init__(self, node, cameras=C.CAMERAS, joint_names=C.JOINT_NAMES,
+    def __init__(self, node, cameras=ALOHA.camera_names, joint_names=ALOHA.state_names,
                  mirrored: bool = False):
         self.node = node
         self.cameras = tuple(cameras)

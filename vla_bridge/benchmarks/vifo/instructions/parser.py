@@ -39,11 +39,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from vla_bridge.benchmarks.vifo.referring import (COLORS, NOUN_SHAPES, POSITION_WORDS,  # noqa: F401
-                                                  PRONOUNS, REL_RE, RELATION_VECTORS,
-                                                  SIZE_WORDS, Condition, EntityRef, ParseError,
-                                                  parse_condition, parse_entity, parse_sources,
-                                                  relation)
+from vla_bridge.benchmarks.vifo.instructions.referring import (  # noqa: F401
+    COLORS, NOUN_SHAPES, POSITION_WORDS, PRONOUNS, REL_RE, RELATION_VECTORS, SIZE_WORDS, Condition,
+    EntityRef, ParseError, parse_condition, parse_entity, parse_sources, relation)
 
 __all__ = ["ParseError", "EntityRef", "ParsedStep", "Condition", "ParsedTask", "parse",
            "RELATION_VECTORS"]

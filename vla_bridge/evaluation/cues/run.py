@@ -31,9 +31,9 @@ from vla_bridge.benchmarks.vifo.safety import (SAFETY_SCENES, SAFETY_SUITE, chec
                                                format_safety_table, safety_metrics, safety_scene)
 from vla_bridge.benchmarks.vifo.protocols import TrialCue, build_cue, check_protocol, plan_trial, resolve_family_variant
 from vla_bridge.benchmarks.vifo.scene_cards import check_placement
-from vla_bridge.evaluation.cue_metrics import (format_cue_tables, format_task_table,
+from vla_bridge.evaluation.cues.metrics import (format_cue_tables, format_task_table,
                                                write_cue_metrics)
-from vla_bridge.evaluation.plan_rollout import PlanRollouts, rollout
+from vla_bridge.evaluation.cues.plan_rollout import PlanRollouts, rollout
 
 __all__ = ["CueRun", "plan_params"]
 

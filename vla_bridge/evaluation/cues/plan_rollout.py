@@ -24,6 +24,8 @@ import numpy as np
 from vla_bridge import contract
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 
+ALOHA = contract.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
 __all__ = ["PlanRollout", "PlanRollouts", "rollout", "keyframes", "MOVED_M"]
 
 MOVED_M = 0.005  # the source counts as moving once it is this far from where it stood
@@ -69,8 +71,8 @@ class PlanRollouts:
         self._done: dict = {}  # (task, layout, seed, goal_image, width, height) -> PlanRollout
 
     def rollout(self, task: TaskSpec, seed: int, goal_image: bool = False,
-                width: int = contract.IMAGE_WIDTH,
-                height: int = contract.IMAGE_HEIGHT) -> PlanRollout:
+                width: int = ALOHA.image_size[0],
+                height: int = ALOHA.image_size[1]) -> PlanRollout:
         """Plan ``task`` with the oracle from the episode's reset and execute the whole plan
         (deterministic, so the last few are kept and reused)."""
         key = (task.id, task.layout, int(seed), goal_image, width, height)
@@ -102,7 +104,7 @@ class PlanRollouts:
 
 
 def rollout(task: TaskSpec, seed: int, goal_image: bool = False,
-            width: int = contract.IMAGE_WIDTH, height: int = contract.IMAGE_HEIGHT) -> PlanRollout:
+            width: int = ALOHA.image_size[0], height: int = ALOHA.image_size[1]) -> PlanRollout:
     """One rollout on a MuJoCo copy made for it and freed after (nothing is kept: a caller
     that asks again holds a ``PlanRollouts``)."""
     with PlanRollouts(keep=1) as rollouts:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vla_bridge.benchmarks.vifo.parser import (COLORS, NOUN_SHAPES, RELATION_VECTORS, Condition,
-                                               EntityRef, ParsedStep, ParsedTask, ParseError,
-                                               parse)
+from vla_bridge.benchmarks.vifo.instructions.parser import (COLORS, NOUN_SHAPES, RELATION_VECTORS,
+                                                            Condition, EntityRef, ParsedStep,
+                                                            ParsedTask, ParseError, parse)
 
 __all__ = [
     "GroundingError", "GroundedStep", "GroundedTask", "ground", "layout_world", "coverage_report",
