@@ -21,7 +21,7 @@ import pytest
 
 from vla_bridge import contract as C
 from vla_bridge.embodiment.world import Observation
-from support.libero_venv import needs_libero_venv, run_in_libero_venv
+from support.libero_venv import launch_libero_graph, needs_libero_venv, run_in_libero_venv
 from vla_bridge.benchmarks.libero import protocol as P
 
 REPO = Path(__file__).resolve().parents[3]
@@ -314,14 +314,7 @@ def test_a_libero_episode_through_the_graph_is_scored_by_libero_predicates(tmp_p
     decide the episode, and the run directory holds the row, the per-suite summary and the
     report."""
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "test"),
-                                                         os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "vla_bridge.cli", "launch", "libero_sim",
-                           "--suite", "libero_object", "--tasks", "0", "--inits", "0",
-                           "--output", str(out), "--timeout", "240"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=280)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = launch_libero_graph(out, "--suite", "libero_object", "--tasks", "0", "--inits", "0")
     assert len(rows) == 1
     row = rows[0]
     assert row["episode"] == "libero_object/0/0" and row["success"] is True

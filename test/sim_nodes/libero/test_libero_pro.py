@@ -18,12 +18,12 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from support.libero_venv import LIBERO_PYTHON, REPO, needs_libero_venv, run_in_libero_venv
+from support.libero_venv import (LIBERO_PYTHON, REPO, launch_libero_graph, needs_libero_venv,
+                                 run_in_libero_venv)
 from vla_bridge.benchmarks.libero import protocol as P
 
 HERE = Path(__file__).resolve().parent
@@ -210,14 +210,7 @@ def test_a_libero_pro_task_through_the_graph_is_scored_by_libero_predicates(tmp_
     own initial state, its base suite's step budget, LIBERO's predicates decide; the report
     holds the suite."""
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "test"),
-                                                         os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "vla_bridge.cli", "launch", "libero_sim",
-                           "--suite", "libero_object_swap", "--tasks", "0", "--inits", "0",
-                           "--output", str(out), "--timeout", "240"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=280)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = launch_libero_graph(out, "--suite", "libero_object_swap", "--tasks", "0", "--inits", "0")
     assert len(rows) == 1
     row = rows[0]
     assert row["episode"] == "libero_object_swap/0/0"
