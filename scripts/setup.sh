@@ -237,6 +237,28 @@ write_libero_config() {
         >"$LIBERO_VENV/libero_config/config.yaml"
 }
 
+# ------------------------------------------------------- Foxglove's npm clients (#27)
+# The viewer's tests connect with Foxglove's own npm WebSocket client and its example clients
+# (test/support/foxglove/package.json, exact versions), installed into .foxglove-clients/ with
+# the machine's npm, stamped by that file's hash. No npm: the tests that need it skip, saying so.
+FOXGLOVE_CLIENTS="$REPO/.foxglove-clients"
+
+ensure_foxglove_clients() {
+    command -v npm >/dev/null 2>&1 || { log "no npm: the Foxglove npm-client tests will skip"; return 0; }
+    local manifest="$REPO/test/support/foxglove/package.json" stamp="$FOXGLOVE_CLIENTS/.stamp" hash
+    hash=$(sha256sum "$manifest" | cut -d' ' -f1)
+    [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ] && return 0
+    log "installing Foxglove's npm clients into $FOXGLOVE_CLIENTS"
+    rm -rf "$FOXGLOVE_CLIENTS"
+    mkdir -p "$FOXGLOVE_CLIENTS"
+    cp "$manifest" "$FOXGLOVE_CLIENTS/package.json"
+    if (cd "$FOXGLOVE_CLIENTS" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error >&2); then
+        echo "$hash" >"$stamp"
+    else
+        log "WARNING: npm install failed: the Foxglove npm-client tests will skip"
+    fi
+}
+
 # -------------------------------------------------------------------------- environment
 probe_gl() {  # can MuJoCo make an offscreen GL context with backend $1?
     env -u PYOPENGL_PLATFORM MUJOCO_GL="$1" timeout 60 "$VENV/bin/python" -c '
@@ -318,6 +340,7 @@ case "$command" in
     test)
         setup
         setup_libero  # CI runs the LIBERO tests too (test/sim_nodes/libero/, test/benchmarks/libero/)
+        ensure_foxglove_clients
         log "pytest (MUJOCO_GL=$MUJOCO_GL, ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
         cd "$REPO"
         [ $# -gt 0 ] && exec "$VENV/bin/python" -m pytest "$@"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shutil
+import subprocess
 import struct
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -221,14 +224,116 @@ def test_garbled_client_messages_are_logged_once_each_and_the_viewer_goes_on(gra
     assert graph.thread.is_alive()
 
 
-def test_the_server_speaks_foxglove_sdk_v1_not_the_legacy_name(graph):
-    """foxglove-sdk 0.30 renamed the subprotocol: a client offering only the old
-    `foxglove.websocket.v1` (older Foxglove Studio / Lichtblick) is refused at the handshake."""
+def test_a_client_asking_for_the_legacy_subprotocol_name_is_served_under_that_name(graph):
+    """foxglove-sdk 0.30 speaks `foxglove.sdk.v1` only; older Foxglove / Lichtblick releases
+    and Foxglove's example clients ask for `foxglove.websocket.v1`. The gate serves them and
+    answers with the name they asked for (a WebSocket client must get one it offered)."""
+    with connect(f"ws://127.0.0.1:{graph.viewer.port}",
+                 subprotocols=["foxglove.websocket.v1"], open_timeout=5) as ws:
+        assert ws.subprotocol == "foxglove.websocket.v1"
+        assert json.loads(ws.recv(timeout=5))["op"] == "serverInfo"
+        advert = json.loads(ws.recv(timeout=5))
+        assert advert["op"] == "advertise" and advert["channels"]
+    with connect(f"ws://127.0.0.1:{graph.viewer.port}",
+                 subprotocols=["foxglove.websocket.v1", SUBPROTOCOL], open_timeout=5) as ws:
+        assert ws.subprotocol == SUBPROTOCOL  # both offered: the SDK's own name
+
+
+def test_a_request_for_no_foxglove_subprotocol_is_told_which_to_use(graph, caplog):
     from websockets.exceptions import InvalidStatus
-    with pytest.raises(InvalidStatus, match="HTTP 400"):
-        with connect(f"ws://127.0.0.1:{graph.viewer.port}",
-                     subprotocols=["foxglove.websocket.v1"], open_timeout=5):
-            pass
+    for offered in ([], ["ros1"]):
+        with pytest.raises(InvalidStatus, match="HTTP 400") as refused:
+            with connect(f"ws://127.0.0.1:{graph.viewer.port}", subprotocols=offered or None,
+                         open_timeout=5):
+                pass
+        body = refused.value.response.body.decode()
+        assert "foxglove.sdk.v1 or foxglove.websocket.v1" in body, body
+        assert ("ros1" if offered else "no Sec-WebSocket-Protocol header") in body, body
+    refusals = [r for r in caplog.records if "refused client" in r.getMessage()]
+    assert len(refusals) == 2 and all(r.levelno == logging.WARNING for r in refusals)
+
+
+def test_negotiation_rewrites_only_the_protocol_line():
+    from vla_bridge.data.viewer_node import answer_subprotocol, negotiate_subprotocol
+    head = (b"GET / HTTP/1.1\r\nHost: h\r\nsec-websocket-protocol: foxglove.websocket.v1\r\n"
+            b"Sec-WebSocket-Key: k\r\n\r\n")
+    upstream, answer = negotiate_subprotocol(head)
+    assert answer == "foxglove.websocket.v1"
+    assert upstream == (b"GET / HTTP/1.1\r\nHost: h\r\nSec-WebSocket-Key: k\r\n"
+                        b"Sec-WebSocket-Protocol: foxglove.sdk.v1\r\n\r\n")
+    sdk = head.replace(b"foxglove.websocket.v1", b"a, foxglove.sdk.v1")
+    assert negotiate_subprotocol(sdk) == (sdk, None)
+    switched = b"HTTP/1.1 101 Switching Protocols\r\nsec-websocket-protocol: foxglove.sdk.v1\r\n\r\n"
+    assert answer_subprotocol(switched, "foxglove.websocket.v1") == (
+        b"HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Protocol: foxglove.websocket.v1\r\n\r\n")
+    error = b"HTTP/1.1 400 Bad Request\r\n\r\n"
+    assert answer_subprotocol(error, "foxglove.websocket.v1") == error
+
+
+# ---------------------------------------------- Foxglove's own npm clients (issue #27, point 4)
+FOXGLOVE_CLIENTS = Path(__file__).resolve().parents[2] / ".foxglove-clients"
+NODE_SCRIPT = Path(__file__).resolve().parents[1] / "support" / "foxglove" / "subscribe_all.js"
+
+
+def _npm_clients() -> Path:
+    if shutil.which("node") is None or not (FOXGLOVE_CLIENTS / ".stamp").exists():
+        pytest.skip("Foxglove's npm clients are not installed (bash scripts/setup.sh test "
+                    "installs them into .foxglove-clients/ when npm is there)")
+    return FOXGLOVE_CLIENTS
+
+
+def _publish_while(graph, process, seconds: float) -> None:
+    """Publish camera images and an episode status until `process` ends (at most `seconds`)."""
+    from std_msgs.msg import String
+    deadline = time.monotonic() + seconds
+    value = 0
+    while process.poll() is None and time.monotonic() < deadline:
+        graph.pub_image.publish(graph.image(value % 250)[1])
+        graph.pub_status.publish(String(data=json.dumps({"event": "ready"})))
+        value += 1
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("subprotocol", ["foxglove.sdk.v1", "foxglove.websocket.v1"])
+def test_foxglove_npm_client_decodes_every_channel_under_either_subprotocol(graph, subprotocol):
+    """@foxglove/ws-protocol's FoxgloveClient (Foxglove's own npm client) sees every recorded
+    topic advertised with its ros2msg schema and receives the images and status published."""
+    clients = _npm_clients()
+    script = clients / NODE_SCRIPT.name
+    shutil.copyfile(NODE_SCRIPT, script)  # require() resolves beside the script
+    process = subprocess.Popen(["node", str(script), f"ws://127.0.0.1:{graph.viewer.port}",
+                                subprotocol, "4"], stdout=subprocess.PIPE, text=True)
+    _publish_while(graph, process, 15)
+    out, _ = process.communicate(timeout=15)
+    assert process.returncode == 0, out
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert seen["protocol"] == subprotocol
+    assert set(seen["channels"]) == set(C.recorded_topics())
+    assert {c["encoding"] for c in seen["channels"].values()} == {F.MESSAGE_ENCODING}
+    assert seen["messages"].get(CAMERA, 0) >= 1 and seen["messages"].get(
+        C.TOPIC_EPISODE_STATUS, 0) >= 1, seen["messages"]
+    width, height = C.ALOHA_PIPER.image_size
+    assert seen["firstBytes"][CAMERA] > width * height * 3  # the whole rgb8 image arrived
+
+
+def test_foxglove_example_simple_client_connects_and_sees_the_channels(graph):
+    """The stock example client of @foxglove/ws-protocol-examples 0.10.0 (`simple-client`, which
+    asks for foxglove.websocket.v1) connects; it decodes json/protobuf channels only, so it
+    names each of ours as an unsupported (cdr) encoding and stays connected."""
+    clients = _npm_clients()
+    cli = clients / "node_modules" / "@foxglove" / "ws-protocol-examples" / "dist" / "cjs" / \
+        "ws-protocol-examples" / "src" / "index.js"
+    process = subprocess.Popen(["node", str(cli), "simple-client",
+                                f"ws://127.0.0.1:{graph.viewer.port}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(4)
+        assert process.poll() is None, process.communicate()[0]  # still connected
+    finally:
+        process.terminate()
+        out = process.communicate(timeout=10)[0]
+    assert "Missing expected" not in out and "400" not in out, out
+    assert out.count(f"Unsupported encoding {F.MESSAGE_ENCODING}") == len(C.recorded_topics()), out
 
 
 def test_a_topic_is_unsubscribed_once_its_last_client_leaves(graph):

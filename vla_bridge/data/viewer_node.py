@@ -16,7 +16,17 @@ into the graph. A garbled or unknown client message is answered by the SDK with 
 message and one log line; the connection and the node go on.
 
 Connections (`ClientGate`): the public port is a small gate in front of the SDK's server (which
-listens on a private loopback port). It admits at most ``max_clients`` WebSocket clients at a
+listens on a private loopback port).
+
+* Subprotocols: the SDK speaks ``foxglove.sdk.v1`` only, and answers any other request with
+  "400 Missing expected sec-websocket-protocol header". Foxglove's older app releases,
+  Lichtblick and every example client of ``@foxglove/ws-protocol-examples`` ask for
+  ``foxglove.websocket.v1``, whose messages the SDK's server speaks too (``foxglove.sdk.v1`` is
+  its successor, read by the same ``@foxglove/ws-protocol`` client). So the gate passes such a
+  handshake on as ``foxglove.sdk.v1`` and hands the client back the subprotocol it asked for
+  (`negotiate_subprotocol`, `answer_subprotocol`); a request that asks for neither is answered
+  400 with the two names to use, in one line.
+* It admits at most ``max_clients`` WebSocket clients at a
 time (each costs the SDK a few MB: 200 clients took the node from 160 to 814 MB) and refuses the
 next one at the handshake (HTTP 503, one log line); a socket that sends no handshake within
 HANDSHAKE_S is closed. A client that is idle, leaves, or drops its socket without a WebSocket
@@ -75,10 +85,61 @@ def quiet_client_departures() -> None:
             logger.addFilter(ClientGoneIsNormal())
 
 
-def _refusal(text: str) -> bytes:
+def _refusal(text: str, status: bytes = b"503 Service Unavailable") -> bytes:
     body = (text + "\n").encode()
-    return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    return (b"HTTP/1.1 " + status + b"\r\nContent-Type: text/plain\r\n"
             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)) + body
+
+
+#: the subprotocol the SDK's server speaks, and the older name of the same protocol
+SDK_SUBPROTOCOL = "foxglove.sdk.v1"
+LEGACY_SUBPROTOCOL = "foxglove.websocket.v1"
+SUBPROTOCOLS = (SDK_SUBPROTOCOL, LEGACY_SUBPROTOCOL)
+_PROTOCOL_HEADER = b"sec-websocket-protocol"
+
+
+def _requested_subprotocols(head: bytes) -> list[str]:
+    """The subprotocols a handshake request offers (every Sec-WebSocket-Protocol line,
+    comma-separated, in order)."""
+    offered = []
+    for line in head.split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == _PROTOCOL_HEADER:
+            offered += [p.strip() for p in value.decode("latin-1").split(",") if p.strip()]
+    return offered
+
+
+def _with_protocol_header(head: bytes, protocol: str) -> bytes:
+    """`head` with its Sec-WebSocket-Protocol line(s) replaced by one naming `protocol`."""
+    lines = head.rstrip(b"\r\n").split(b"\r\n")
+    kept = [line for line in lines
+            if line.partition(b":")[0].strip().lower() != _PROTOCOL_HEADER]
+    return b"\r\n".join(kept + [b"Sec-WebSocket-Protocol: " + protocol.encode()]) + b"\r\n\r\n"
+
+
+def negotiate_subprotocol(head: bytes) -> tuple[bytes, str | None] | str:
+    """A client's handshake request -> (the request for the SDK's server, the subprotocol to
+    give the client back, or None when the SDK's answer stands), or the reason for refusing it.
+
+    ``foxglove.sdk.v1`` offered: the request goes on unchanged (the SDK picks it). Only
+    ``foxglove.websocket.v1`` offered: the request goes on asking for ``foxglove.sdk.v1`` and the
+    client is answered with ``foxglove.websocket.v1``."""
+    offered = _requested_subprotocols(head)
+    if SDK_SUBPROTOCOL in offered:
+        return head, None
+    if LEGACY_SUBPROTOCOL in offered:
+        return _with_protocol_header(head, SDK_SUBPROTOCOL), LEGACY_SUBPROTOCOL
+    asked = ", ".join(offered) if offered else "no Sec-WebSocket-Protocol header"
+    return (f"the viewer speaks the Foxglove WebSocket protocol: open the WebSocket with "
+            f"subprotocol {SDK_SUBPROTOCOL} or {LEGACY_SUBPROTOCOL} (this request: {asked})")
+
+
+def answer_subprotocol(response_head: bytes, protocol: str) -> bytes:
+    """The SDK's handshake response with the subprotocol the client asked for: only a
+    ``101 Switching Protocols`` answer is changed (an error answer goes back as it is)."""
+    if b" 101 " not in response_head.split(b"\r\n", 1)[0]:
+        return response_head
+    return _with_protocol_header(response_head, protocol)
 
 
 class ClientGate:
@@ -124,7 +185,13 @@ class ClientGate:
                                       "at a time (viewer_node max_clients)"))
                 await writer.drain()
                 return
-            await self._forward(head, reader, writer, peer)
+            negotiated = negotiate_subprotocol(head)
+            if isinstance(negotiated, str):
+                LOG.warning("viewer: refused client %s at the handshake: %s", peer, negotiated)
+                writer.write(_refusal(negotiated, b"400 Bad Request"))
+                await writer.drain()
+                return
+            await self._forward(*negotiated, reader, writer, peer)
         except (OSError, asyncio.IncompleteReadError):
             pass  # the client went away
         except asyncio.CancelledError:
@@ -156,13 +223,18 @@ class ClientGate:
         LOG.debug("viewer: connection from %s dropped (%s)", peer, why)
         return None
 
-    async def _forward(self, head: bytes, reader, writer, peer: str) -> None:
+    async def _forward(self, head: bytes, protocol: str | None, reader, writer,
+                       peer: str) -> None:
         self.clients += 1
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
             LOG.debug("viewer: client %s admitted (%d of at most %d)", peer, self.clients,
                       self.max_clients)
             up_writer.write(head)
+            if protocol is not None:  # the client asked for the protocol's older name
+                response = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"),
+                                                  HANDSHAKE_S)
+                writer.write(answer_subprotocol(response, protocol))
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
         finally:
             self.clients -= 1
