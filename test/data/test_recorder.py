@@ -133,6 +133,33 @@ def test_one_complete_bag_per_episode_with_the_metadata_ros2_bag_writes(recorded
     assert [d["bag"] for d in done] == [str(run / B.BAGS_DIR / n) for n in bags]
 
 
+def test_each_topic_carries_its_publishers_offered_qos_as_ros2_bag_record_writes_it(recorded):
+    """#27 point 5: metadata.yaml gives each topic's offered QoS, so `ros2 bag play` replays
+    the instruction transient-local (a late policy still gets it) and the rest volatile."""
+    import yaml
+    from rosbags.interfaces import QosDurability, QosHistory, QosReliability
+    run, _, _ = recorded
+    bag = run / B.BAGS_DIR / "scene1__S1_L0_001__r1"
+    offered = B.read_offered_qos(bag)
+    (instruction,) = offered[C.TOPIC_INSTRUCTION]
+    assert instruction.durability == QosDurability.TRANSIENT_LOCAL
+    assert instruction.reliability == QosReliability.RELIABLE
+    # DDS discovery carries no history or depth: rosbag2 writes them as unknown and 0 too,
+    # and `ros2 bag play` replays with keep-last and its own depth
+    assert (instruction.history, instruction.depth) == (QosHistory.UNKNOWN, 0)
+    assert instruction.deadline.sec == 9223372036  # rmw's "infinite", as rosbag2 writes it
+    (image,) = offered[C.image_topic("cam_high")]
+    assert image.durability == QosDurability.VOLATILE
+    assert image.reliability == QosReliability.RELIABLE
+    # written the way rosbag2 (metadata version 9) writes it: a list of profiles per topic
+    info = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["version"] == 9
+    by_topic = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
+                for t in info["topics_with_message_count"]}
+    assert by_topic[C.TOPIC_INSTRUCTION][0]["durability"] == "transient_local"
+    assert by_topic[C.image_topic("cam_high")][0]["durability"] == "volatile"
+
+
 def test_rosbags_reads_every_message_of_the_episode_and_nothing_of_the_next(recorded):
     run, _, done = recorded
     first = B.read_counts(run / B.BAGS_DIR / "scene1__S1_L0_001__r1")

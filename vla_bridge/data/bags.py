@@ -12,6 +12,12 @@ one partial bag; the episode's rerun replaces either. ``.partial`` is removed on
 A bag that cannot be written (a full disk) is removed, partial files and all, and the OSError
 is raised to the caller: no broken bag is ever left (the space it took is free again).
 
+Each topic's connection carries the QoS profiles its publishers offered (``offered_qos_profiles``
+in ``metadata.yaml``, as ``ros2 bag record`` writes them), so ``ros2 bag play`` replays the
+transient-local instruction as transient-local and a late policy still gets it. The caller
+says what was offered (`EndpointQos`, read from the ROS graph by the recorder node); a topic
+with no publisher known is written with none, as rosbag2 does.
+
 Bag names come from the evaluator's episode id (``<scene>/<task>/r<round>@<ns>``): the trial
 key with ``/`` turned into ``__``, so a resumed run rewrites the bag of a trial it reruns and
 never touches a finished one (``EpisodeBags.finished``: a trial with its results row, or one
@@ -24,6 +30,7 @@ import errno
 import functools
 import re
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +70,43 @@ def typestore():
     return get_typestore(Stores.ROS2_KILTED)
 
 
+@dataclass(frozen=True)
+class EndpointQos:
+    """One publisher's offered QoS, in rmw's integer codes (what rclpy's endpoint info gives:
+    history 1 keep-last, 2 keep-all; reliability 1 reliable, 2 best effort; durability 1
+    transient local, 2 volatile; liveliness 1 automatic) and nanoseconds (deadline, lifespan,
+    lease; rmw's "infinite" is 9223372036854775807 ns)."""
+    history: int
+    depth: int
+    reliability: int
+    durability: int
+    deadline_ns: int
+    lifespan_ns: int
+    liveliness: int
+    liveliness_lease_ns: int
+    avoid_ros_namespace_conventions: bool = False
+
+    def to_rosbags(self):
+        from rosbags.interfaces import (Qos, QosDurability, QosHistory, QosLiveliness,
+                                        QosReliability, QosTime)
+
+        def span(ns: int) -> QosTime:
+            return QosTime(*divmod(int(ns), 1_000_000_000))
+
+        return Qos(QosHistory(self.history), int(self.depth), QosReliability(self.reliability),
+                   QosDurability(self.durability), span(self.deadline_ns),
+                   span(self.lifespan_ns), QosLiveliness(self.liveliness),
+                   span(self.liveliness_lease_ns), bool(self.avoid_ros_namespace_conventions))
+
+
+#: topic -> the QoS its publishers offer now (an empty sequence: none known)
+OfferedQos = Callable[[str], Sequence[EndpointQos]]
+
+
+def _no_publishers(_topic: str) -> Sequence[EndpointQos]:
+    return ()
+
+
 def _remove_if_empty(directory: Path) -> None:
     with contextlib.suppress(OSError):  # not empty, or already gone
         directory.rmdir()
@@ -75,6 +119,7 @@ class EpisodeBag:
     partial: Path
     final: Path
     topics: dict  # topic -> message type
+    offered_qos: OfferedQos = _no_publishers
     counts: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -99,8 +144,9 @@ class EpisodeBag:
     def write(self, topic: str, stamp_ns: int, raw: bytes) -> None:
         conn = self._connections.get(topic)
         if conn is None:
+            offered = [q.to_rosbags() for q in self.offered_qos(topic)]
             conn = self._connections[topic] = self._writer.add_connection(
-                topic, self.topics[topic], typestore=self._types)
+                topic, self.topics[topic], typestore=self._types, offered_qos_profiles=offered)
         self._writer.write(conn, stamp_ns, raw)
         self.counts[topic] = self.counts.get(topic, 0) + 1
 
@@ -135,12 +181,15 @@ class EpisodeBags:
     closes it. Messages that arrive between episodes are dropped, except the latest message
     of a latched topic, which the next bag starts with (the instruction is sent just before
     its episode begins). An OSError of a write, an open or a close drops the bag
-    (``EpisodeBag.discard``) and is raised."""
+    (``EpisodeBag.discard``) and is raised. `offered_qos` gives each topic's publishers' QoS
+    when a bag first writes the topic."""
 
-    def __init__(self, run_dir: str | Path, topics: dict[str, str], latched=frozenset()):
+    def __init__(self, run_dir: str | Path, topics: dict[str, str], latched=frozenset(),
+                 offered_qos: OfferedQos = _no_publishers):
         self.root = Path(run_dir) / BAGS_DIR
         self.topics = dict(topics)
         self.latched = frozenset(latched)
+        self.offered_qos = offered_qos
         self.bag: EpisodeBag | None = None
         self.episode: str | None = None
         self.filed: set[str] = set()  # names of the complete bags this recorder filed
@@ -174,7 +223,8 @@ class EpisodeBags:
         if self.bag is not None:
             self.end(self.episode, complete=False)
         name = bag_name(episode_id)
-        self.bag = EpisodeBag(name, self.root / PARTIAL_DIR / name, self.root / name, self.topics)
+        self.bag = EpisodeBag(name, self.root / PARTIAL_DIR / name, self.root / name, self.topics,
+                              self.offered_qos)
         self.episode = episode_id
         held, self._held = self._held, {}
         for topic, (stamp_ns, raw) in sorted(held.items(), key=lambda kv: kv[1][0]):
@@ -234,6 +284,14 @@ def _key_name(key) -> str | None:
         return bag_name(str(key))
     except ValueError:
         return None
+
+
+def read_offered_qos(bag_dir: str | Path) -> dict[str, list]:
+    """Topic -> the offered QoS profiles (rosbags `Qos`) that a bag's metadata.yaml gives."""
+    from rosbags.rosbag2 import Reader
+
+    with Reader(Path(bag_dir)) as reader:
+        return {conn.topic: list(conn.ext.offered_qos_profiles) for conn in reader.connections}
 
 
 def read_counts(bag_dir: str | Path) -> dict[str, int]:

@@ -40,7 +40,7 @@ from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
 from vla_bridge import contract as C
-from vla_bridge.data.bags import EpisodeBags, os_error_text, typestore
+from vla_bridge.data.bags import EndpointQos, EpisodeBags, os_error_text, typestore
 from vla_bridge.ros import messages
 from vla_bridge.ros.node_config import declare, param
 
@@ -61,12 +61,24 @@ class RecorderConfig:
     output: str = param("runs/latest", "the run directory: bags go to <output>/bags/<episode>/")
 
 
+def _endpoint_qos(profile) -> EndpointQos:
+    """An rclpy QoSProfile (a discovered publisher's) -> bags.EndpointQos."""
+    return EndpointQos(
+        history=int(profile.history), depth=int(profile.depth),
+        reliability=int(profile.reliability), durability=int(profile.durability),
+        deadline_ns=profile.deadline.nanoseconds, lifespan_ns=profile.lifespan.nanoseconds,
+        liveliness=int(profile.liveliness),
+        liveliness_lease_ns=profile.liveliness_lease_duration.nanoseconds,
+        avoid_ros_namespace_conventions=bool(profile.avoid_ros_namespace_conventions))
+
+
 class RecorderNode(Node):
     def __init__(self):
         super().__init__("recorder_node")
         self.config = declare(self, RecorderConfig)
         typestore()  # message definitions built now, not when the first episode begins
-        self.bags = EpisodeBags(self.config.output, C.recorded_topics(), C.LATCHED_TOPICS)
+        self.bags = EpisodeBags(self.config.output, C.recorded_topics(), C.LATCHED_TOPICS,
+                                offered_qos=self.offered_qos)
         self.held: list[tuple[str, int, bytes]] = []  # between episodes, see module doc
         self.ending: str | None = None  # episode whose bag closes once the topics are quiet
         self.end_asked = self.last_message = 0.0
@@ -83,6 +95,12 @@ class RecorderNode(Node):
         self.create_timer(0.02, self.close_when_quiet)
         self.get_logger().info(f"recording {len(C.recorded_topics())} topics into "
                                f"{self.bags.root}/<episode>/ (MCAP)")
+
+    def offered_qos(self, topic: str) -> list[EndpointQos]:
+        """What the topic's publishers offer now (from discovery, as `ros2 bag record` reads
+        it); asked once per topic per bag, when the bag first writes the topic."""
+        return [_endpoint_qos(info.qos_profile)
+                for info in self.get_publishers_info_by_topic(topic)]
 
     def _on_message(self, topic: str):
         def handle(raw: bytes) -> None:
