@@ -259,6 +259,18 @@ ensure_foxglove_clients() {
     fi
 }
 
+# The report test opens report.html in headless Chromium (Debian's `chromium`). Without it
+# (no apt, no root) that test skips, saying so.
+ensure_chromium() {
+    command -v chromium >/dev/null 2>&1 && return 0
+    command -v dpkg >/dev/null 2>&1 || { log "no dpkg: the report.html browser test will skip"; return 0; }
+    log "installing chromium (headless, for the report.html browser test)"
+    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -qq)
+    as_root "${apt[@]}" update >&2 &&
+        as_root "${apt[@]}" install -y --no-install-recommends chromium >&2 ||
+        log "WARNING: could not install chromium: the report.html browser test will skip"
+}
+
 # -------------------------------------------------------------------------- environment
 probe_gl() {  # can MuJoCo make an offscreen GL context with backend $1?
     env -u PYOPENGL_PLATFORM MUJOCO_GL="$1" timeout 60 "$VENV/bin/python" -c '
@@ -341,6 +353,7 @@ case "$command" in
         setup
         setup_libero  # CI runs the LIBERO tests too (test/sim_nodes/libero/, test/benchmarks/libero/)
         ensure_foxglove_clients
+        ensure_chromium
         log "pytest (MUJOCO_GL=$MUJOCO_GL, ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
         cd "$REPO"
         [ $# -gt 0 ] && exec "$VENV/bin/python" -m pytest "$@"

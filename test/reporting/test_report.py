@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -376,3 +377,78 @@ def test_cue_protocol_runs_get_a_table_2_section(tmp_path):
     assert "| AVF | 50.0 | – | 50.0 |" in md and "| UVI | – | 50.0 | 50.0 |" in md
     plain = build_report(_write_run(tmp_path / "plain", [_row("t1", 1, 1, 1, True)]))
     assert plain["cues"] is None and "LIBERO-VIFO" not in format_markdown(plain)
+
+
+# ------------------------------------------------------------- report.html (#27, point 6)
+
+def _cue_example(run_dir: Path) -> Path:
+    """A cue example as the evaluator saves one (raw | cued PNG)."""
+    import cv2
+    out = run_dir / "cue_examples"
+    out.mkdir(exist_ok=True)
+    pair = np.zeros((24, 52, 3), np.uint8)
+    pair[:, 28:] = (0, 0, 255)  # the cued half, red in BGR
+    path = out / f"{REAL_TASK}_r1_cam_high.png"
+    cv2.imwrite(str(path), pair)
+    return path
+
+
+def test_report_html_is_self_contained_and_has_every_section(full_report, run_dir):
+    report = full_report[0]
+    _cue_example(run_dir)
+    write_report(report)
+    page = (run_dir / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    for heading in ("<h1>Run report: normal</h1>", "<h2>Plots</h2>", "<h2>Videos</h2>",
+                    "<h2>Cue examples</h2>"):
+        assert heading in page
+    # every image and video is inlined: no file next to it is needed, nothing outside is asked
+    sources = re.findall(r'\bsrc="([^"]*)"', page)
+    assert len(sources) == len(report["plots"]) + len(report["videos"]) + 1, sources
+    assert all(s.startswith(("data:image/png;base64,", "data:video/mp4;base64,")) for s in sources)
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    # the provenance is there, as report.md has it
+    assert "produced by:" in page
+
+
+def test_report_html_refuses_a_missing_media_file_in_one_line(full_report, run_dir, tmp_path):
+    from vla_bridge.reporting import ReportError
+    from vla_bridge.reporting.html import format_html
+    report = json.loads(json.dumps(full_report[0]))
+    report["plots"] = ["plots/gone.png"]
+    with pytest.raises(ReportError, match=r"report.html: plots/gone.png is named by the report "
+                                          r"but is missing"):
+        format_html(report, run_dir)
+
+
+def test_report_html_opens_in_chromium_tables_images_and_a_playing_video(full_report, run_dir):
+    """Headless Chromium (Debian's) loads report.html: the tables are there, every image
+    decodes, the replay video (H.264) plays, and no resource failed to load."""
+    from support.chromium import open_page
+    _cue_example(run_dir)
+    write_report(full_report[0])
+    with open_page(run_dir / "report.html") as page:
+        tables = page.evaluate("""[...document.querySelectorAll('table')].map(t =>
+            [...t.querySelectorAll('th')].map(th => th.textContent))""")
+        images = page.evaluate("""Promise.all([...document.images].map(img => img.decode().then(
+            () => [img.alt, img.naturalWidth, img.naturalHeight], e => [img.alt, 0, String(e)])))""")
+        video = page.evaluate("""(async () => {
+            const v = document.querySelector('video');
+            await v.play();
+            const t0 = performance.now();
+            while (v.currentTime < 0.2 && !v.ended && performance.now() - t0 < 10000)
+                await new Promise(r => setTimeout(r, 50));
+            v.pause();
+            return {time: v.currentTime, width: v.videoWidth, height: v.videoHeight,
+                    error: v.error && v.error.message};
+        })()""", timeout=40)
+        failed = page.failed_loads()
+    assert failed == []
+    markdown = (run_dir / "report.md").read_text()
+    assert len(tables) == markdown.count("\n|---") > 3  # every table of report.md
+    assert tables[0][:2] == ["scene1", "L0 IS"], tables  # Table 1, as report.md has it
+    assert ["episode", "video"] == tables[-1][:2], tables
+    assert len(images) == len(full_report[0]["plots"]) + 1  # the plots and the cue example
+    assert all(w > 0 and h > 0 for _, w, h in images), images
+    assert [i for i in images if i[0].endswith("_cam_high")][0][1:] == [52, 24]
+    assert video["error"] is None and video["time"] >= 0.2 and video["width"] > 0, video

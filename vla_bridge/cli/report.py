@@ -1,4 +1,5 @@
-"""`vla-bridge report RUN_DIR`: report.md / report.json, plots and replay videos of a run.
+"""`vla-bridge report RUN_DIR`: report.md / report.json, plots and replay videos of a run, and
+report.html: all of it in one self-contained page (reporting/html.py).
 
 Each call adds its flags to the sections the run's report already has (report.json keeps
 them: evaluation.report.memory), so `--paper --plots --videos 3` then `--compare OTHER`
@@ -6,7 +7,11 @@ gives one report with all four; `--reset` forgets the earlier sections.
 
 `vla-bridge report --pair SIM_RUN REAL_RUN [--out DIR]` is the other mode: only the paired
 sim-vs-real statistics of two runs of the same tasks (evaluation.report.paired), written as
-DIR/pair_report.md and pair_report.json (DIR: REAL_RUN by default); no RUN_DIR then."""
+DIR/pair_report.md and pair_report.json (DIR: REAL_RUN by default); no RUN_DIR then.
+Besides the 2x2 statistics it gives the prediction-powered estimate of the real success rate
+and the real trials a `--target-width` interval needs with and without sim. `--pair` given
+once per policy (`--pair S1 R1 --pair S2 R2 ... --out DIR`) adds MMRV and Pearson r across
+the policies, with bootstrap intervals (`--bootstrap`, `--seed`)."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +22,7 @@ from vla_bridge.reporting import (DEFAULT_BOOT, DEFAULT_CONFIDENCE, DEFAULT_PAPE
                                           DEFAULT_SEED, METRICS, VIDEO_CAMERA, VIDEO_VIEWS,
                                           ReportError, ReportOptions, build_report,
                                           format_console, write_report)
+from vla_bridge.reporting.html import REPORT_HTML
 
 
 def _number(value: float | None) -> str:
@@ -26,12 +32,17 @@ def _number(value: float | None) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default=None,
                         help="run directory (holds results.jsonl); omit it with --pair")
-    parser.add_argument("--pair", nargs=2, default=None, metavar=("SIM_RUN", "REAL_RUN"),
+    parser.add_argument("--pair", nargs=2, action="append", default=None,
+                        metavar=("SIM_RUN", "REAL_RUN"),
                         help="instead of a run's report: paired sim-vs-real statistics of two runs "
                              "of the same tasks (trials paired by scene, task and round); writes "
-                             "pair_report.md / pair_report.json into --out")
+                             "pair_report.md / pair_report.json into --out. Give it once per "
+                             "policy to compare policies (MMRV, Pearson r; needs --out)")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="with --pair: where to write pair_report.md/json (default REAL_RUN)")
+    parser.add_argument("--target-width", type=float, default=None, metavar="W",
+                        help="with --pair: full width (fraction) of the 95%% interval to plan the "
+                             "number of real trials for (default 0.20)")
     parser.add_argument("--paper", nargs="?", const=DEFAULT_PAPER_MODEL, default=None, metavar="MODEL",
                         help=f"show the paper's Table 1 numbers of MODEL beside ours (default "
                              f"{DEFAULT_PAPER_MODEL}; ASCII spellings like pi05 work)")
@@ -74,33 +85,48 @@ def _mode_error(args: argparse.Namespace) -> str | None:
     if args.pair is None:
         if args.run_dir is None:
             return "give RUN_DIR, or --pair SIM_RUN REAL_RUN"
+        if args.target_width is not None:
+            return "--target-width goes with --pair only"
         return "--out goes with --pair only" if args.out is not None else None
     if args.run_dir is not None:
         return "give either RUN_DIR or --pair SIM_RUN REAL_RUN, not both"
     extra = [flag for attr, flag, default in _RUN_REPORT_FLAGS if getattr(args, attr) != default]
-    return f"--pair runs only the paired analysis; drop {', '.join(extra)}" if extra else None
+    if extra:
+        return f"--pair runs only the paired analysis; drop {', '.join(extra)}"
+    if len(args.pair) > 1 and args.out is None:
+        return "several --pair (one per policy) write one report: give --out DIR"
+    return None
 
 
 def _run_pair(args: argparse.Namespace) -> int:
     """The paired sim-vs-real report. Exit 0: written; 2: bad input or unwritable --out."""
-    from vla_bridge.reporting.paired import (build_paired_report, format_paired_console,
-                                                     write_paired_report)
-    sim_run, real_run = args.pair
-    if not 0 < args.confidence < 1:
-        print("error: 0 < --confidence < 1", file=sys.stderr)
+    from vla_bridge.reporting.paired import (DEFAULT_TARGET_WIDTH, build_multi_paired_report,
+                                             build_paired_report, format_multi_console,
+                                             format_paired_console, write_paired_report)
+    width = DEFAULT_TARGET_WIDTH if args.target_width is None else args.target_width
+    if not 0 < args.confidence < 1 or not 0 < width < 1 or args.bootstrap < 1:
+        print("error: 0 < --confidence < 1, 0 < --target-width < 1 and --bootstrap >= 1",
+              file=sys.stderr)
         return 2
+    out_dir = args.out or args.pair[0][1]
     try:
-        report = build_paired_report(sim_run, real_run, args.confidence)
-        md, js = write_paired_report(report, args.out or real_run)
+        if len(args.pair) == 1:
+            report = build_paired_report(*args.pair[0], args.confidence, width)
+            text = format_paired_console(report)
+        else:
+            report = build_multi_paired_report([tuple(p) for p in args.pair], args.confidence,
+                                               width, args.bootstrap, args.seed)
+            text = format_multi_console(report)
+        md, js = write_paired_report(report, out_dir)
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"error: cannot write the pair report: {exc.strerror or exc} "
-              f"({exc.filename or args.out or real_run})", file=sys.stderr)
+              f"({exc.filename or out_dir})", file=sys.stderr)
         return 2
-    print(format_paired_console(report))
-    print(f"wrote {md} and {js}")
+    print(text)
+    print(f"wrote {md}, {js} and {md.with_name(REPORT_HTML)} (one page, media inlined)")
     return 0
 
 
@@ -127,7 +153,11 @@ def run(args: argparse.Namespace) -> int:
     except (ReportError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    md, js = write_report(report)
+    try:
+        md, js = write_report(report)
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(format_console(report))
     if report["intact"]:
         g = report["intact"]["groups"]["all"]
@@ -148,5 +178,5 @@ def run(args: argparse.Namespace) -> int:
               f"at {v['fps']:g} fps{view}{cut}; rendered in {v['render_s']:.1f} s)")
     for e in report["errors"]:
         print(f"problem: {e}", file=sys.stderr)
-    print(f"wrote {md} and {js}")
+    print(f"wrote {md}, {js} and {md.with_name(REPORT_HTML)} (one page, media inlined)")
     return 1 if report["errors"] else 0

@@ -18,8 +18,9 @@ From ``results.jsonl`` (one row per episode) it computes, per scene/level and ov
   directory has one; ``operator_console``: the operator's side of real pilot trials.
 
 ``build`` puts it together (``build_report``, ``write_report``), ``markdown`` writes it as
-text. Everything lands in the run directory: ``report.md``, ``report.json``, ``plots/``,
-``videos/``. Numbers in ``report.json`` are percentages (0-100), like the paper's. Shared
+text, ``html`` as one self-contained page (report.md's content with the plots, videos and cue
+examples inlined). Everything lands in the run directory: ``report.md``, ``report.json``,
+``report.html``, ``plots/``, ``videos/``. Numbers in ``report.json`` are percentages (0-100), like the paper's. Shared
 names (metrics, levels, the input error, reading the run) are in ``common``. Each call adds
 its sections to those of the run's earlier report (``memory``).
 

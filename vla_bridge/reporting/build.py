@@ -16,6 +16,7 @@ from vla_bridge.benchmarks.task_roles import tasks_differ
 from vla_bridge.reporting import pilot_report
 from vla_bridge.reporting import memory
 from vla_bridge.reporting.common import ReportError, load_rows, load_run_info
+from vla_bridge.reporting.html import REPORT_HTML, format_html
 from vla_bridge.reporting.markdown import format_markdown
 from vla_bridge.reporting.paper import beside_paper, load_paper, paper_model
 from vla_bridge.reporting.plots import plot_levels
@@ -203,11 +204,14 @@ def _pilot(run_dir: Path, moved: str) -> dict | None:
 
 
 def write_report(report: dict, run_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """report.md and report.json into the run directory (atomic replace)."""
+    """report.md, report.json and report.html (the same report in one self-contained page,
+    reporting/html.py) into the run directory (atomic replace); the first two's paths."""
     run_dir = Path(run_dir or report["run_dir"])
     md, js = run_dir / "report.md", run_dir / "report.json"
-    for path, text in ((md, format_markdown(report)),
-                       (js, json.dumps(report, indent=1, ensure_ascii=False, default=str))):
+    texts = ((md, format_markdown(report)),  # all three made first: a ReportError writes none
+             (js, json.dumps(report, indent=1, ensure_ascii=False, default=str)),
+             (run_dir / REPORT_HTML, format_html(report, run_dir)))
+    for path, text in texts:
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(text + "\n", encoding="utf-8")
         tmp.replace(path)
