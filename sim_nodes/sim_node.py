@@ -242,7 +242,8 @@ class SimNode(Node):
         """Which per-tick streams have subscribers (checked once per chunk, not per tick): a
         message nobody reads is not built or sent, which is most of the bridge's cost."""
         self.listened = {pub: pub.get_subscription_count() > 0
-                         for pub in (self.pub_clock, self.pub_joints, self.pub_cmd)}
+                         for pub in (self.pub_clock, self.pub_joints, self.pub_cmd,
+                                     self.pub_frames)}
 
     def publish_tick(self) -> None:
         t = self.now()
@@ -253,10 +254,11 @@ class SimNode(Node):
             self.pub_joints.publish(messages.joint_state_msg(self.embodiment.state_names, self.session.backend.joint_positions(), t))
         if listened[self.pub_cmd]:
             self.pub_cmd.publish(messages.joint_state_msg(self.embodiment.action_names, self.session.command, t))
-        world = self.session.backend.world_state()
-        if self.frame_fields is None:  # same bodies all episode
-            self.frame_fields = messages.frame_fields(len(self.session.command), world)
-        self.frame_rows.append(messages.frame_row(t, self.session.command, world))
+        if listened[self.pub_frames]:  # the scorer (LIBERO's evaluator reads none) or a bag
+            world = self.session.backend.world_state()
+            if self.frame_fields is None:  # same bodies all episode
+                self.frame_fields = messages.frame_fields(len(self.session.command), world)
+            self.frame_rows.append(messages.frame_row(t, self.session.command, world))
         if not self.lock_step:
             self.flush_frames()
         if self.image_every_tick:

@@ -110,3 +110,39 @@ def test_every_sim_graph_runs_the_one_sim_node_and_evaluator_node():
     assert modules["sim_node"] == {"vla_bridge.sim_nodes.sim_node"}
     assert modules["evaluator_node"] == {"vla_bridge.evaluation.evaluator_node"}
     assert all(len(m) == 1 for m in modules.values()), modules  # one module per node name
+
+
+def _run_one_chunk(node, episode: str) -> None:
+    """Begin and start `episode`, then answer its first observation with a hold chunk (the
+    begin's budget: 5 ticks)."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    node.on_control(begin(episode))
+    node.on_control(control("start", episode))
+    msg = JointTrajectory(joint_names=list(node.embodiment.action_names))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(node.pending_stamp_ns, 1_000_000_000)
+    hold = node.session.command.tolist()
+    msg.points = [JointTrajectoryPoint(positions=hold) for _ in range(5)]
+    node.on_chunk(msg)
+
+
+def test_frame_rows_are_built_only_while_someone_subscribes_to_the_frames(node, monkeypatch):
+    """#23/#26: a benchmark that reads no frames (LIBERO's evaluator does not subscribe) costs
+    the sim no world-state rows; once a subscriber is there (the RoboFollow evaluator, a bag)
+    every tick has its row again."""
+    counts = {}
+    monkeypatch.setattr(node.pub_frames, "get_subscription_count", lambda: counts["frames"])
+    rows, ticks = [], []
+    def flush() -> None:  # what would be published, as the node's own flush empties the rows
+        rows.append(node.frame_rows)
+        node.frame_rows = []
+    monkeypatch.setattr(node, "flush_frames", flush)
+    publish_tick = node.publish_tick
+    monkeypatch.setattr(node, "publish_tick", lambda: (ticks.append(1), publish_tick()))
+    for listeners in (0, 1):
+        counts["frames"] = listeners
+        rows.clear(), ticks.clear()
+        _run_one_chunk(node, f"frames{listeners}")
+        built = sum(len(r) for r in rows) + len(node.frame_rows)
+        assert len(ticks) >= 5  # the settle ticks and the chunk's 5
+        assert built == (len(ticks) if listeners else 0), (listeners, built, len(ticks))
+        assert node.sent[-1]["kind"] == "chunk_done", node.sent[-3:]

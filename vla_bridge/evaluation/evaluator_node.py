@@ -70,7 +70,9 @@ class EvaluatorNode(Node):
                                  q(C.QOS_EVENTS))
         self.create_subscription(String, C.TOPIC_POLICY_STATUS, self.on_policy_status,
                                  q(C.QOS_EVENTS))
-        self.create_subscription(Float64MultiArray, C.TOPIC_FRAMES, self.on_frame, q(C.QOS_STATE))
+        if self.benchmark.records_frames:  # else the sim builds no frame rows for it
+            self.create_subscription(Float64MultiArray, C.TOPIC_FRAMES, self.on_frame,
+                                     q(C.QOS_STATE))
         self.create_subscription(String, C.TOPIC_RECORDER_STATUS, self.on_recorder_status,
                                  q(C.QOS_EVENTS))
 
