@@ -126,7 +126,7 @@ def _run_pair(args: argparse.Namespace) -> int:
               f"({exc.filename or out_dir})", file=sys.stderr)
         return 2
     print(text)
-    print(f"wrote {md}, {js} and {md.with_name(REPORT_HTML)} (one page, media inlined)")
+    print(f"wrote {md} and {js}")  # the paired report has no HTML page
     return 0
 
 

@@ -32,6 +32,16 @@ Overall, over the n pairs: a = both succeed, b = sim only, c = real only, d = bo
     * Agreement (a + d)/n with a Wilson interval, and Cohen's kappa (agreement beyond chance),
       undefined (None) when both runs have a single outcome (chance agreement is then 1).
 
+Beyond the 2x2 table (formulas and references in ``sim_real``)
+    * ``ppi``: the real success rate estimated from the paired trials plus the sim run's
+      sim-only trials (prediction-powered inference; PPI++'s tuned lambda by default, the
+      classical lambda = 1 beside it), next to the real-only Wilson interval.
+    * ``sample_size``: real trials needed for a full interval width (``target_width``) from
+      real trials alone and with the sim run, and the saving in percent.
+    * ``across_policies``: with several (sim, real) run pairs, one per policy, MMRV and
+      Pearson r of the policies' paired sim and real rates with bootstrap intervals
+      (``multi_paired_report``); with one pair the section says why it is skipped.
+
 Caveat: the rounds of one instruction are treated as independent pairs. They share the
 instruction, the object layout and the policy's habits for it, so their outcomes are
 correlated; with few instructions of very different difficulty the intervals are too narrow
@@ -48,6 +58,8 @@ from vla_bridge.reporting.pilot_report import wilson_interval
 from vla_bridge.reporting.common import ReportError, load_rows
 from vla_bridge.reporting.markdown import _md_table
 from vla_bridge.evaluation.run_dir import RunDirectory
+from vla_bridge.reporting import sim_real
+from vla_bridge.reporting.sim_real import DEFAULT_TARGET_WIDTH
 
 PAIR_REPORT_MD = "pair_report.md"
 PAIR_REPORT_JSON = "pair_report.json"
@@ -208,7 +220,8 @@ def per_instruction(pairs, confidence: float = 0.95) -> list[dict]:
 
 
 def paired_report(sim_rows: list[dict], real_rows: list[dict], confidence: float = 0.95,
-                  sim_run: str = "sim", real_run: str = "real") -> dict:
+                  sim_run: str = "sim", real_run: str = "real",
+                  target_width: float = DEFAULT_TARGET_WIDTH) -> dict:
     """The paired analysis of two runs' rows as one JSON-able dict; ReportError when no trial
     is usable in both."""
     paired = pair_trials(sim_rows, real_rows)
@@ -218,6 +231,7 @@ def paired_report(sim_rows: list[dict], real_rows: list[dict], confidence: float
         raise ReportError(f"no common pairs: no (scene, task_id, round) has a status 'ok' row "
                           f"in both runs (sim {usable['sim']}, real {usable['real']} ok trials)")
     n_only = {run: sum(u["run"] == run for u in paired["unpaired"]) for run in RUNS}
+    sim_only = sim_only_rows(sim_rows, pairs)
     return {"sim_run": sim_run, "real_run": real_run,
             "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "units": "percent",
             "confidence": confidence, "pairing": "(scene, task_id, round), status 'ok' rows only",
@@ -225,7 +239,184 @@ def paired_report(sim_rows: list[dict], real_rows: list[dict], confidence: float
             "n_sim_only": n_only["sim"], "n_real_only": n_only["real"],
             "excluded_not_ok": paired["excluded"], "unpaired": paired["unpaired"],
             "warnings": paired["warnings"], "overall": overall(*_counts(pairs), confidence),
-            "per_instruction": per_instruction(pairs, confidence), "caveat": CAVEAT}
+            "per_instruction": per_instruction(pairs, confidence), "caveat": CAVEAT,
+            "ppi": ppi_section(pairs, sim_only, confidence),
+            "sample_size": sample_size_section(pairs, len(sim_only), target_width, confidence),
+            "across_policies": {"n_policies": 1, "skipped": ONE_POLICY}}
+
+
+# ====================================================================== sim-to-real extras
+
+ONE_POLICY = ("one policy: MMRV and Pearson r compare several policies' sim and real success "
+              "rates (give --pair SIM_RUN REAL_RUN once per policy)")
+
+
+def _outcomes(pairs) -> tuple[list[int], list[int]]:
+    """(y: real outcomes, f: sim outcomes) of the pairs, 0/1."""
+    return ([int(bool(real.get("complete"))) for _, _, real in pairs],
+            [int(bool(sim.get("complete"))) for _, sim, _ in pairs])
+
+
+def sim_only_rows(sim_rows: list[dict], pairs) -> list[tuple[tuple, dict]]:
+    """The sim run's usable trials without a paired real trial (``pair_trials``' unpaired
+    rows of run "sim"): the unlabelled set of PPI, as (key, row)."""
+    paired_keys = {key for key, _, _ in pairs}
+    return [(key, row) for key, row in sorted(_usable(sim_rows)[0].items(),
+                                              key=lambda kv: _sort_key(kv[0]))
+            if key not in paired_keys]
+
+
+def _ppi_json(est: dict) -> dict:
+    def p(x):
+        return None if x is None else _pct(x)
+    width = (None if est["ci_low"] is None else _pct(est["ci_high"] - est["ci_low"]))
+    return {"method": est["method"], "lambda": round(est["lambda"], 6),
+            "estimate_pct": p(est["estimate"]), "ci_low_pct": p(est["ci_low"]),
+            "ci_high_pct": p(est["ci_high"]), "width_pct": width,
+            "se_pct": p(est["se"]),
+            "rectifier_variance": "2x2 table with 0.5 added to each cell (Agresti & Min 2005)",
+            "interval": "normal (CLT), clipped to [0, 100]",
+            "interval_note": est["interval_note"]}
+
+
+def ppi_section(pairs, sim_only: list[tuple[tuple, dict]], confidence: float = 0.95) -> dict:
+    """The prediction-powered estimate of the real success rate (``sim_real.ppi_mean``):
+    tuned (the default) and classical, beside the real-only Wilson rate and the naive sim
+    rate (every usable sim trial, paired or not)."""
+    y, f = _outcomes(pairs)
+    f_u = [int(bool(row.get("complete"))) for _, row in sim_only]
+    n, m = len(y), len(f_u)
+    out = {"n_paired": n, "n_sim_only": m, "default": "tuned",
+           "real_only": rate(sum(y), n, confidence),
+           "naive_sim": rate(sum(f) + sum(f_u), n + m, confidence),
+           "tuned": None, "classical": None, "skipped": None, "notes": []}
+    if m == 0:
+        out["skipped"] = (f"the sim run has no trial beyond the {n} paired ones (N = n): PPI "
+                          f"is the real-only rate and gives no gain")
+        return out
+    out["tuned"] = _ppi_json(sim_real.ppi_mean(y, f, f_u, None, confidence))
+    out["classical"] = _ppi_json(sim_real.ppi_mean(y, f, f_u, 1.0, confidence))
+    paired_tasks = {key[:2] for key, _, _ in pairs}
+    strangers = sum(key[:2] not in paired_tasks for key, _ in sim_only)
+    if strangers:
+        out["notes"].append(f"{strangers} of the {m} sim-only trials are of instructions with no "
+                            f"paired trial; PPI assumes the paired trials are drawn like the "
+                            f"sim-only ones")
+    if n < 30:
+        out["notes"].append(f"{n} paired trials: the CLT interval is approximate")
+    return out
+
+
+def sample_size_section(pairs, n_sim_only: int, target_width: float = DEFAULT_TARGET_WIDTH,
+                        confidence: float = 0.95) -> dict:
+    """Real trials for a full interval width `target_width` (a fraction), real only and with
+    the sim run (``sim_real``: real_only_trials, wilson_trials, ppi_trials)."""
+    a, b, c, d = _counts(pairs)
+    n = a + b + c + d
+    p = (a + c) / n
+    corrected = b + c == 0  # sim predicted every pair: plan PPI with 0.5 added to each cell
+    cells = (a + 0.5, b + 0.5, c + 0.5, d + 0.5) if corrected else (a, b, c, d)
+    real_normal = sim_real.real_only_trials(p, target_width, confidence)
+    tuned = sim_real.ppi_trials(*cells, n_sim_only, target_width, confidence, tuned=True)
+    tuned_inf = sim_real.ppi_trials(*cells, None, target_width, confidence, tuned=True)
+    classical = sim_real.ppi_trials(*cells, n_sim_only, target_width, confidence, tuned=False)
+    classical_inf = sim_real.ppi_trials(*cells, None, target_width, confidence, tuned=False)
+
+    def save(x):
+        s = sim_real.saving(real_normal, x)
+        return None if s is None else _pct(s)
+
+    notes = []
+    if real_normal is None:
+        notes.append("every paired real trial has the same outcome: the normal plan is 0 "
+                     "trials (undefined); the Wilson figure still holds")
+    if corrected:
+        notes.append("sim and real agree on every pair: the PPI plans use the paired table "
+                     "with 0.5 added to each cell")
+    if n_sim_only == 0:
+        notes.append("no sim-only trials: 'with sim' equals real only; 'unlimited sim' is what "
+                     "a large extra sim run could give")
+    return {"target_width_pct": _pct(target_width), "confidence": confidence,
+            "p_real_pct": _pct(p), "n_sim_only": n_sim_only,
+            "planning": "moments of the paired table (plug-in, divisor n)",
+            "real_only_normal": real_normal,
+            "real_only_wilson": sim_real.wilson_trials(p, target_width, confidence),
+            "with_sim_tuned": tuned, "with_sim_classical": classical,
+            "unlimited_sim_tuned": tuned_inf, "unlimited_sim_classical": classical_inf,
+            "saving_pct": save(tuned), "saving_classical_pct": save(classical),
+            "saving_unlimited_pct": save(tuned_inf), "small_sample_correction": corrected,
+            "notes": notes, "reference": sim_real.SAVING_REFERENCE}
+
+
+def _policy_label(report: dict, real_rows: list[dict]) -> str:
+    names = {row.get("policy") for row in real_rows if row.get("policy")}
+    return str(names.pop()) if len(names) == 1 else Path(report["real_run"]).name or "policy"
+
+
+def across_policies(reports: list[dict], outcomes: list[list[tuple[int, int]]],
+                    n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> dict:
+    """MMRV and Pearson r of the policies' paired sim and real rates with bootstrap intervals
+    (``sim_real.policy_bootstrap``); `outcomes[k]`: policy k's (sim, real) outcomes."""
+    k = len(reports)
+    if k < 2:
+        return {"n_policies": k, "skipped": ONE_POLICY}
+    sim = [sum(s for s, _ in o) / len(o) for o in outcomes]
+    real = [sum(r for _, r in o) / len(o) for o in outcomes]
+    boot = sim_real.policy_bootstrap(outcomes, n_boot, seed, confidence)
+    r = sim_real.pearson(sim, real) if k >= 3 else None
+    if k < 3:
+        pearson_note = "2 policies: Pearson r is +-1 by construction (needs >= 3)"
+    elif r is None:
+        pearson_note = ("undefined: the " + ("sim" if len(set(sim)) == 1 else "real")
+                        + " success rates do not vary across the policies")
+    else:
+        pearson_note = None
+    r_ci = boot["pearson"] if r is not None else None
+    return {"n_policies": k, "skipped": None,
+            "policies": [{"policy": rep["policy"], "sim_run": rep["sim_run"],
+                          "real_run": rep["real_run"], "n_pairs": rep["n_pairs"],
+                          "sim_pct": _pct(s), "real_pct": _pct(x)}
+                         for rep, s, x in zip(reports, sim, real)],
+            "rates": "each policy's paired trials (the same trials in sim and real)",
+            "mmrv_pct": _pct(sim_real.mmrv(sim, real)),
+            "mmrv_ci_low_pct": _pct(boot["mmrv"][0]), "mmrv_ci_high_pct": _pct(boot["mmrv"][1]),
+            "pearson_r": None if r is None else round(r, 6),
+            "pearson_ci_low": None if r_ci is None else round(r_ci[0], 6),
+            "pearson_ci_high": None if r_ci is None else round(r_ci[1], 6),
+            "pearson_note": pearson_note,
+            "bootstrap": {"n_boot": n_boot, "seed": seed, "interval": "percentile",
+                          "over": "each policy's paired trials, resampled with replacement, "
+                                  "policies independently",
+                          "pearson_undefined_replicates": boot["pearson_undefined"]}}
+
+
+def multi_paired_report(runs: list[tuple[list[dict], list[dict], str, str]],
+                        confidence: float = 0.95, target_width: float = DEFAULT_TARGET_WIDTH,
+                        n_boot: int = 2000, seed: int = 0) -> dict:
+    """Several policies, each a (sim_rows, real_rows, sim_run, real_run): every policy's paired
+    report (``policies``) and the comparison across them (``across_policies``)."""
+    reports, outcomes = [], []
+    for sim_rows, real_rows, sim_run, real_run in runs:
+        try:
+            report = paired_report(sim_rows, real_rows, confidence, sim_run, real_run,
+                                   target_width)
+        except ReportError as exc:
+            raise ReportError(f"{sim_run} vs {real_run}: {exc}") from None
+        report["policy"] = _policy_label(report, real_rows)
+        pairs = pair_trials(sim_rows, real_rows)["pairs"]
+        y, f = _outcomes(pairs)
+        outcomes.append(list(zip(f, y)))
+        reports.append(report)
+    labels = [r["policy"] for r in reports]
+    for r in reports:
+        if labels.count(r["policy"]) > 1:
+            r["policy"] = f"{r['policy']} ({r['real_run']})"
+    across = across_policies(reports, outcomes, n_boot, seed, confidence)
+    for r in reports:
+        r["across_policies"] = {"n_policies": len(reports), "skipped": "see the top level"}
+    return {"generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "units": "percent",
+            "confidence": confidence, "n_policies": len(reports), "policies": reports,
+            "across_policies": across}
 
 
 def _run_rows(run_dir: Path) -> list[dict]:
@@ -238,10 +429,20 @@ def _run_rows(run_dir: Path) -> list[dict]:
 
 
 def build_paired_report(sim_dir: str | Path, real_dir: str | Path,
-                        confidence: float = 0.95) -> dict:
+                        confidence: float = 0.95,
+                        target_width: float = DEFAULT_TARGET_WIDTH) -> dict:
     sim_dir, real_dir = Path(sim_dir), Path(real_dir)
     return paired_report(_run_rows(sim_dir), _run_rows(real_dir), confidence,
-                         str(sim_dir), str(real_dir))
+                         str(sim_dir), str(real_dir), target_width)
+
+
+def build_multi_paired_report(pairs: list[tuple[str | Path, str | Path]],
+                              confidence: float = 0.95,
+                              target_width: float = DEFAULT_TARGET_WIDTH,
+                              n_boot: int = 2000, seed: int = 0) -> dict:
+    """``multi_paired_report`` of several (SIM_RUN, REAL_RUN) directories."""
+    runs = [(_run_rows(Path(s)), _run_rows(Path(r)), str(s), str(r)) for s, r in pairs]
+    return multi_paired_report(runs, confidence, target_width, n_boot, seed)
 
 
 def write_paired_report(report: dict, out_dir: str | Path) -> tuple[Path, Path]:
@@ -249,7 +450,8 @@ def write_paired_report(report: dict, out_dir: str | Path) -> tuple[Path, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     md, js = out_dir / PAIR_REPORT_MD, out_dir / PAIR_REPORT_JSON
-    for path, text in ((md, format_paired_markdown(report)),
+    text_of = format_multi_markdown if "policies" in report else format_paired_markdown
+    for path, text in ((md, text_of(report)),
                        (js, json.dumps(report, indent=1, ensure_ascii=False))):
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(text + "\n", encoding="utf-8")
@@ -286,7 +488,85 @@ def format_paired_console(report: dict) -> str:
              f"  real success  {_rate_text(o['real'])}",
              f"  sim - real    {_difference_text(o)}",
              f"  agreement     {_rate_text(o['agreement'])}; Cohen's kappa {_kappa_text(o)}"]
+    if "ppi" in report:
+        lines += [f"  {line}" for line in _ppi_lines(report["ppi"])]
+        lines += [f"  {line}" for line in _plan_lines(report["sample_size"])]
+    if report.get("across_policies", {}).get("skipped") == ONE_POLICY:
+        lines.append(f"  across policies: skipped, {ONE_POLICY}")
     return "\n".join(lines + [f"warning: {w}" for w in report["warnings"]])
+
+
+def _ppi_text(e: dict) -> str:
+    if e["ci_low_pct"] is None:
+        interval = f"no interval: {e['interval_note']}"
+    else:
+        interval = f"[{e['ci_low_pct']:.1f}, {e['ci_high_pct']:.1f}]"
+    return f"{e['estimate_pct']:.1f}% {interval}"
+
+
+def _ppi_lines(ppi: dict) -> list[str]:
+    """The PPI estimate beside the real-only rate, a line each."""
+    lines = [f"real success, real only   {_rate_text(ppi['real_only'])} (Wilson)"]
+    if ppi["skipped"]:
+        return lines + [f"real success, PPI         not computed: {ppi['skipped']}"]
+    t, c = ppi["tuned"], ppi["classical"]
+    lines += [f"real success, PPI++       {_ppi_text(t)} (lambda {t['lambda']:.2f}; "
+              f"{ppi['n_paired']} pairs + {ppi['n_sim_only']} sim-only trials; default)",
+              f"real success, PPI (l=1)   {_ppi_text(c)}",
+              f"naive sim rate            {_rate_text(ppi['naive_sim'])} (all sim trials, "
+              f"uncorrected)"]
+    return lines + [f"note: {n}" for n in ppi["notes"]]
+
+
+def _n_text(n: int | None, saving: float | None = None) -> str:
+    if n is None:
+        return "undefined"
+    if saving is None:
+        return f"{n}"
+    if saving >= 0:
+        return f"{n} (saves {saving:.1f}%)"
+    return f"{n} (needs {-saving:.1f}% more)"
+
+
+def _plan_lines(plan: dict) -> list[str]:
+    """Real trials for the target width, real only and with sim (two lines, the reference and
+    the notes)."""
+    return [f"real trials for a {plan['target_width_pct']:g}-point wide "
+            f"{100 * plan['confidence']:g}% interval at p_real {plan['p_real_pct']:.1f}%: "
+            f"real only {_n_text(plan['real_only_normal'])} (normal; Wilson "
+            f"{_n_text(plan['real_only_wilson'])})",
+            f"  with the sim run (N = {plan['n_sim_only']} sim-only trials), PPI++: "
+            f"{_n_text(plan['with_sim_tuned'], plan['saving_pct'])}; with unlimited sim "
+            f"{_n_text(plan['unlimited_sim_tuned'], plan['saving_unlimited_pct'])}; classical "
+            f"PPI {_n_text(plan['with_sim_classical'], plan['saving_classical_pct'])}",
+            f"  ({plan['reference']})"] + [f"note: {n}" for n in plan["notes"]]
+
+
+def _across_lines(across: dict) -> list[str]:
+    if across["skipped"]:
+        return [f"across policies: skipped, {across['skipped']}"]
+    b = across["bootstrap"]
+    if across["pearson_r"] is None:
+        r = f"Pearson r {across['pearson_note']}"
+    else:
+        r = (f"Pearson r {across['pearson_r']:.3f} [{across['pearson_ci_low']:.3f}, "
+             f"{across['pearson_ci_high']:.3f}]")
+        if b["pearson_undefined_replicates"]:
+            k = b["pearson_undefined_replicates"]
+            r += f" ({k} replicate{'s' if k > 1 else ''} without an r left out)"
+    return [f"across {across['n_policies']} policies (paired sim vs real success rates): "
+            f"MMRV {across['mmrv_pct']:.1f} points [{across['mmrv_ci_low_pct']:.1f}, "
+            f"{across['mmrv_ci_high_pct']:.1f}]; {r}",
+            f"  (percentile bootstrap, {b['n_boot']} resamples of each policy's paired trials, "
+            f"seed {b['seed']})"]
+
+
+def format_multi_console(report: dict) -> str:
+    """Each policy's console block, then the comparison across the policies."""
+    out = []
+    for rep in report["policies"]:
+        out += [f"policy {rep['policy']}:", format_paired_console(rep)]
+    return "\n".join(out + _across_lines(report["across_policies"]))
 
 
 def format_paired_markdown(report: dict) -> str:
@@ -312,10 +592,36 @@ def format_paired_markdown(report: dict) -> str:
                      [[r["scene"], r["task_id"], r["instruction"].replace("|", "\\|"),
                        _rate_text(r["sim"]), _rate_text(r["real"]), r["sim_only"],
                        r["real_only"]] for r in report["per_instruction"]])
+    if "ppi" in report:
+        out += ["", "Real success rate with the sim run (prediction-powered inference, "
+                    "`vla_bridge/reporting/sim_real.py`):", ""]
+        out += [f"- {line}" for line in _ppi_lines(report["ppi"])]
+        out += ["", "Real trials for the target interval width:", ""]
+        out += [f"- {line.strip()}" for line in _plan_lines(report["sample_size"])]
+        across = report.get("across_policies", {})
+        if across.get("skipped") == ONE_POLICY:
+            out += ["", f"Across policies: skipped, {ONE_POLICY}."]
     if report["unpaired"]:
         out += ["", f"Unpaired trials ({report['n_sim_only']} in sim only, "
                     f"{report['n_real_only']} in real only), not in the numbers above:", ""]
         out += [f"- {u['trial']} (in {u['run']} only; {u['other']})" for u in report["unpaired"]]
     if report["warnings"]:
         out += ["", "Warnings:", ""] + [f"- {w}" for w in report["warnings"]]
+    return "\n".join(out)
+
+
+def format_multi_markdown(report: dict) -> str:
+    """The comparison across policies, then each policy's paired section."""
+    across = report["across_policies"]
+    out = [f"## Sim vs real across {report['n_policies']} policies", ""]
+    if not across["skipped"]:
+        out += _md_table(["policy", "sim run", "real run", "pairs", "sim %", "real %"],
+                         [[p["policy"], f"`{p['sim_run']}`", f"`{p['real_run']}`", p["n_pairs"],
+                           f"{p['sim_pct']:.1f}", f"{p['real_pct']:.1f}"]
+                          for p in across["policies"]]) + [""]
+    out += [f"- {line.strip()}" for line in _across_lines(across)]
+    for rep in report["policies"]:
+        section = format_paired_markdown(rep).split("\n")
+        section[0] += f": {rep['policy']}"
+        out += [""] + section
     return "\n".join(out)
