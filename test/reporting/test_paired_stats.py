@@ -12,10 +12,10 @@ import pytest
 from support.cli_process import run_cli
 from vla_bridge.reporting.pilot_report import wilson_interval
 from vla_bridge.reporting.common import ReportError
-from vla_bridge.reporting.paired import (cohen_kappa, format_paired_console,
-                                                 format_paired_markdown, mcnemar_exact_p,
-                                                 newcombe_paired_interval, overall, pair_trials,
-                                                 paired_phi, paired_report)
+from vla_bridge.reporting.paired import (cohen_kappa, mcnemar_exact_p,
+                                         newcombe_paired_interval, overall, pair_trials,
+                                         paired_phi, paired_report)
+from vla_bridge.reporting.paired_text import format_paired_console, format_paired_markdown
 
 Z = 1.959964  # the 97.5% normal quantile
 

@@ -12,9 +12,8 @@ import statistics
 import pytest
 
 from vla_bridge.reporting import sim_real
-from vla_bridge.reporting.paired import (ONE_POLICY, format_paired_console,
-                                         format_paired_markdown, multi_paired_report,
-                                         paired_report)
+from vla_bridge.reporting.paired import ONE_POLICY, multi_paired_report, paired_report
+from vla_bridge.reporting.paired_text import format_paired_console, format_paired_markdown
 from vla_bridge.reporting.pilot_report import wilson_interval
 
 Z = 1.959964  # the 97.5% normal quantile

@@ -101,8 +101,9 @@ def _mode_error(args: argparse.Namespace) -> str | None:
 def _run_pair(args: argparse.Namespace) -> int:
     """The paired sim-vs-real report. Exit 0: written; 2: bad input or unwritable --out."""
     from vla_bridge.reporting.paired import (DEFAULT_TARGET_WIDTH, build_multi_paired_report,
-                                             build_paired_report, format_multi_console,
-                                             format_paired_console, write_paired_report)
+                                             build_paired_report)
+    from vla_bridge.reporting.paired_text import (format_multi_console, format_paired_console,
+                                                  write_paired_report)
     width = DEFAULT_TARGET_WIDTH if args.target_width is None else args.target_width
     if not 0 < args.confidence < 1 or not 0 < width < 1 or args.bootstrap < 1:
         print("error: 0 < --confidence < 1, 0 < --target-width < 1 and --bootstrap >= 1",
