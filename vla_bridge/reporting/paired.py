@@ -50,7 +50,6 @@ and the p-value too small. Read the per-instruction table beside the pooled numb
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
