@@ -29,6 +29,7 @@ BENCH_FLAGS = {
     "recording": {"--task", "--episodes"},
     "throughput": {"--per-level"},
     "campaign": {"--per-level", "--rounds"},
+    "cpu": {"--task", "--short", "--long", "--policy", "--record"},
     "multinode": {"--per-level", "--rounds"},
     "sapien": {"--task", "--episodes", "--figure", "--no-graph"},
     "crosssim": {"--scene", "--levels", "--policy", "--output"},
@@ -98,6 +99,7 @@ PERF_FUNCTIONS = {
     "vla_bridge.perf.libero": ("speed",),
     "vla_bridge.perf.libero_vifo": ("protocol_table",),
     "vla_bridge.perf.cues": ("print_costs",),
+    "vla_bridge.perf.cpu": ("cpu",),
 }
 
 
@@ -138,6 +140,9 @@ def _calls(monkeypatch, module: str, *functions: str) -> list:
      ("protocol_table", ("o", LIBERO_SUITES, "", "0", "F8", "conflict", "hold", "random"), {})),
     (["cues"], "vla_bridge.perf.cues", ("print_costs", (200, False), {})),
     (["cues", "--repeats", "5", "--sim"], "vla_bridge.perf.cues", ("print_costs", (5, True), {})),
+    (["cpu"], "vla_bridge.perf.cpu", ("cpu", (TASK, 2, 6, ["oracle"], ()), {})),
+    (["cpu", "--short", "1", "--long", "3", "--policy", "hold", "--policy", "oracle", "--record"],
+     "vla_bridge.perf.cpu", ("cpu", (TASK, 1, 3, ["hold", "oracle"], ("--record", "true")), {})),
 ])
 def test_bench_runs_the_benchmark_with_the_old_arguments_and_defaults(argv, module, expected,
                                                                        monkeypatch):

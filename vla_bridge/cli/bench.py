@@ -75,6 +75,21 @@ def _run_campaign(args: argparse.Namespace) -> int:
     return campaign.scale(args.per_level, args.rounds)
 
 
+def _cpu_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--task", default=TASK, help=f"the task run (default {TASK})")
+    p.add_argument("--short", type=int, default=2, help="episodes of the short run (default 2)")
+    p.add_argument("--long", type=int, default=6, help="episodes of the long run (default 6)")
+    p.add_argument("--policy", action="append", default=None, metavar="SPEC",
+                   help="policy backend spec, once per policy (default: oracle)")
+    p.add_argument("--record", action="store_true", help="with record:=true (the recorder node)")
+
+
+def _run_cpu(args: argparse.Namespace) -> int:
+    from vla_bridge.perf.cpu import cpu
+    return cpu(args.task, args.short, args.long, args.policy or ["oracle"],
+               ("--record", "true") if args.record else ())
+
+
 def _run_multinode(args: argparse.Namespace) -> int:
     from vla_bridge.perf import campaign
     return campaign.multinode(args.per_level, args.rounds)
@@ -217,6 +232,9 @@ BENCHMARKS: dict[str, Benchmark] = {
                             "protocol's projected wall time", _per_level, _run_throughput),
     "campaign": Benchmark("a campaign with 1 and with 2 Ray workers: trials per minute, the "
                           "speed-up", _per_level_and_rounds, _run_campaign),
+    "cpu": Benchmark("CPU-seconds per episode of every node, split into physics, rendering, "
+                     "messages, serialisation, DDS and glue (slope of two graph runs)",
+                     _cpu_arguments, _run_cpu),
     "multinode": Benchmark("a local 2-node Ray cluster, one node killed mid-campaign: where "
                            "each unit ran", _per_level_and_rounds, _run_multinode),
     "sapien": Benchmark("wall time per episode in SAPIEN against MuJoCo (or --figure: their "

@@ -21,7 +21,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, String
 
 from vla_bridge import contract as C
-from vla_bridge.ros import messages
+from vla_bridge.ros import cpu_profile, messages
 from vla_bridge.ros.node_config import combine, declare
 from vla_bridge.ros.node_events import NodeEvents
 from vla_bridge.evaluation import charged_latency
@@ -283,6 +283,8 @@ def _run(args) -> int:
     node = None
     try:
         node = EvaluatorNode()
+        if cpu_profile.enabled():  # VLA_BRIDGE_CPU_PROFILE: `vla-bridge bench cpu`
+            cpu_profile.install(node, messages)
         return node.suite.run()
     except (KeyboardInterrupt, ExternalShutdownException):
         return _interrupted(node)
@@ -298,6 +300,7 @@ def _run(args) -> int:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        cpu_profile.write("evaluator_node")
 
 
 def _interrupted(node: EvaluatorNode | None) -> int:

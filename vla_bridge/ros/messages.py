@@ -526,11 +526,15 @@ def spin_node(make_node, name: str, args=None) -> int:
     import rclpy
     from rclpy.executors import ExternalShutdownException
 
+    from vla_bridge.ros import cpu_profile
+
     enable_stack_dumps()
     rclpy.init(args=args)
     node = None
     try:
         node = make_node()
+        if cpu_profile.enabled():  # VLA_BRIDGE_CPU_PROFILE: `vla-bridge bench cpu`
+            cpu_profile.install(node, sys.modules[__name__])
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -543,4 +547,5 @@ def spin_node(make_node, name: str, args=None) -> int:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        cpu_profile.write(name)
     return 0
