@@ -118,6 +118,10 @@ TOPIC_POLICY_HEARTBEAT = f"{NS}/policy/heartbeat"
 #: The PiPER node owns the real graph's episode protocol on TOPIC_EPISODE_STATUS and
 #: TOPIC_FRAMES (robot_nodes/piper/episode.py) and reads it when it answers a begin.
 TOPIC_TRACKER_STATUS = f"{NS}/tracker/status"
+#: Teleoperated demonstrations (`vla-bridge record-demos`, the PiPER node's ``teleop``), fake
+#: hardware only: trajectory_msgs/JointTrajectory of absolute targets (contract names, points
+#: at time_from_start) that the fake leader arms play, as a hand moves a real leader.
+TOPIC_FAKE_LEADER_PLAN = f"{NS}/teleop/fake_leader_plan"
 
 
 def image_topic(camera: str) -> str:
@@ -206,6 +210,9 @@ STATUS_CHUNK_DONE = "chunk_done"
 STATUS_DONE = "done"
 STATUS_ERROR = "error"
 STATUS_PREDICTED = "predicted"
+#: an end's "demo" field in teleop (record-demos): "save" (the robot node sends the episode's
+#: done first, so its bag is complete) or "discard" (no done: its bag is not filed)
+DEMO_SAVE, DEMO_DISCARD = "save", "discard"
 
 
 def charged_ticks(latency_ms: float, dt: float) -> int:

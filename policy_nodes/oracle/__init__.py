@@ -103,6 +103,14 @@ class OraclePolicy(PolicyBackend):
             chunk = np.vstack([chunk, np.tile(last, (self.chunk_size - len(chunk), 1))])
         return chunk
 
+    def plan_episode(self, observation: Observation) -> np.ndarray:
+        """The whole episode's plan [T, 14] from `observation` (its joints and world), one row
+        per control period: what ``predict`` serves chunk by chunk (teleop's fake leaders
+        play it, vla_bridge.data.teleop)."""
+        if self.task is None:
+            raise RuntimeError("set_instruction() must be called before plan_episode()")
+        return self._plan(observation)
+
     def _plan(self, observation: Observation) -> np.ndarray:
         if self.task.scene not in PLANNERS:
             raise NotImplementedError(f"the oracle has no planner for {self.task.scene} yet "

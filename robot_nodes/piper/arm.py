@@ -9,6 +9,9 @@ Lifecycle: ``connect()`` opens the CAN port and waits for the arm's feedback;
 enters CAN joint mode (MotionCtrl_2: CAN command mode, MOVE J); ``command()`` sends joint and
 gripper targets; ``emergency_stop()`` / ``resume()``; ``close()`` disables and disconnects.
 
+Teleoperation: ``read_leader()`` reads what a linked leader arm commands this (follower) arm
+on their shared bus; it sends nothing.
+
 Safety is NOT here: put `robot_nodes.safety.SafetyFilter` in front of `command()`.
 
 SDK notes (piper_sdk 0.6.2, verified against its source): ``C_PiperInterface_V2`` is a
@@ -98,6 +101,19 @@ class ArmFeedback:
     @property
     def emergency_stopped(self) -> bool:
         return self.arm_status == 0x01
+
+
+#: a leader's frames of one tick arrive within this long of each other (see read_leader)
+LEADER_SETTLE_S = 0.002
+
+
+@dataclass(frozen=True)
+class LeaderCommand:
+    """What a leader arm commands its linked follower, read on their CAN bus."""
+    joints: np.ndarray  # (6,) rad
+    gripper: float | None  # normalised opening; None: the leader sent no gripper control
+    stamp: float  # bus time of the newest joint control frame
+    gripper_stamp: float  # of the newest gripper control frame (0: none)
 
 
 class PiperArm:
@@ -290,6 +306,30 @@ class PiperArm:
     def feedback_age(self) -> float:
         """Seconds since the last joint feedback frame."""
         return time.time() - self._joint_stamp()
+
+    def read_leader(self) -> LeaderCommand | None:
+        """The newest command a linked leader arm put on this arm's bus (piper_sdk
+        GetArmJointCtrl: 0x155..0x157, GetArmGripperCtrl: 0x159), in contract units; None
+        before any joint control frame was heard. A leader sends a tick's frames back to back
+        and the SDK updates them one by one, so a read within LEADER_SETTLE_S of the newest
+        frame is taken again after a pause: the joints and gripper returned are one tick's."""
+        sdk = self._require()
+        for _ in range(5):
+            joints, grip = sdk.GetArmJointCtrl(), sdk.GetArmGripperCtrl()
+            stamps = (float(joints.time_stamp), float(grip.time_stamp))
+            j, g = joints.joint_ctrl, grip.gripper_ctrl
+            units = [j.joint_1, j.joint_2, j.joint_3, j.joint_4, j.joint_5, j.joint_6]
+            stroke = int(g.grippers_angle)
+            after = (float(joints.time_stamp), float(grip.time_stamp))
+            if after == stamps and time.time() - max(stamps) > LEADER_SETTLE_S:
+                break
+            time.sleep(LEADER_SETTLE_S)
+        if stamps[0] <= 0.0:
+            return None
+        return LeaderCommand(joints=sdk_joints_to_rad(units),
+                             gripper=sdk_stroke_to_gripper(stroke, self.stroke_max_m)
+                             if stamps[1] > 0.0 else None,
+                             stamp=stamps[0], gripper_stamp=stamps[1])
 
     # ------------------------------------------------------------------ commands
     def command(self, joints_rad, gripper: float | None = None,

@@ -39,7 +39,11 @@ Every frame the fake receives is recorded (`frames`) with the sender's bus times
 time the fake handled it, so tests can assert exactly what reached the bus and measure latency.
 
 Fault injection for tests: ``refuse_enable`` (drivers never report enabled) and ``silent``
-(no feedback at all, like a powered-off arm).
+(no feedback at all, like a powered-off arm), and the bring-up faults `vla-bridge doctor`
+names, by name in `FAULTS` (``faults=`` of the constructor, `inject()`, or piper_node's
+``fake_faults`` parameter): silent bus, feedback on offset ids, enable refused, zero joints
+in standby, lagging gripper feedback, corrupted firmware limits, leader mode, e-stop
+dropped, low feedback rate.
 """
 from __future__ import annotations
 
@@ -54,6 +58,8 @@ import can
 import numpy as np
 
 from vla_bridge.embodiment.kinematics import PiperKinematics, load_piper_data
+from vla_bridge.robot_nodes.piper.fake_faults import (FAULT_SETTINGS, FAULTS,  # noqa: F401
+                                                       corrupted_limits, parse_faults)
 
 # ----------------------------------------------------------------------- CAN ids (SDK V2)
 ID_MOTION_CTRL_1 = 0x150
@@ -88,6 +94,7 @@ STATUS_EMERGENCY_STOP = 0x01
 STATUS_JOINT_LIMIT = 0x04
 CTRL_STANDBY = 0x00
 CTRL_CAN = 0x01
+CTRL_LINKAGE_TEACHING = 0x06  # a leader (teaching input) arm of a leader/follower pair
 ESTOP_STOP = 0x01
 ESTOP_RESUME = 0x02
 ENABLE_FLAG = 0x02
@@ -182,7 +189,7 @@ class FakePiper:
                  initial_gripper_m: float = 0.0, gripper_stroke_max_m: float | None = None,
                  enable_delay_s: float = 0.02, high_speed_every: int = 2,
                  low_speed_every: int = 4, firmware_version: str = "S-V1.6-3",
-                 max_recorded: int = 200_000):
+                 max_recorded: int = 200_000, faults=()):
         data = load_piper_data()
         self.channel = channel
         self.interface = interface
@@ -198,9 +205,15 @@ class FakePiper:
         self.low_speed_every = max(1, int(low_speed_every))
         self.firmware_version = firmware_version
         self.kin = PiperKinematics(data)
-        # fault injection
+        # fault injection (FAULTS; `inject` sets these by name)
         self.refuse_enable = False
         self.silent = False
+        self.feedback_id_offset = 0  # added to 0x2A1..0x2A8
+        self.zero_joints_in_standby = False
+        self.gripper_feedback_every = 1  # ticks
+        self.feedback_every = 1  # ticks, every feedback frame
+        self.leader_mode = False
+        self.drop_estop = False
         # emulated state (guarded by _lock)
         self._lock = threading.Lock()
         q0 = np.zeros(6) if initial_joints is None else np.asarray(initial_joints, dtype=float)
@@ -227,6 +240,25 @@ class FakePiper:
         self._threads: list[threading.Thread] = []
         self.ticks = 0
         self.tick_overruns = 0
+        self.inject(*parse_faults(faults))
+
+    def inject(self, *faults: str) -> FakePiper:
+        """Turn on faults by name (`fake_faults.FAULTS`); also while running."""
+        for name in parse_faults(faults):
+            with self._lock:
+                if name == "corrupt_limits":
+                    self.limits = corrupted_limits(self.limits)
+                else:
+                    setattr(self, *FAULT_SETTINGS[name])
+        return self
+
+    def link(self) -> FakePiper:
+        """Make this a follower linked to a leader arm (MasterSlaveConfig 0xFC, which the arm
+        keeps): its motors are driven and it takes CAN commands with no host enabling it, so it
+        obeys the leader's control frames on its bus (`fake_leader.FakeLeader`) at once."""
+        with self._lock:
+            self._enabled, self._ctrl_mode = [True] * 7, CTRL_CAN
+        return self
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> FakePiper:
@@ -347,6 +379,9 @@ class FakePiper:
 
     def _obey(self, f: Frame) -> None:  # called with _lock held
         x = f.fields
+        if (self.drop_estop and f.name == "motion_ctrl_1") or (self.leader_mode and f.name in (
+                "motion_ctrl_2", "gripper_ctrl", *JOINT_CTRL_NAMES)):
+            return  # injected faults: the stop lost; a leader arm takes no motion commands
         if f.name == "motion_ctrl_1":
             if x["emergency_stop"] == ESTOP_STOP:
                 self._estop = True
@@ -434,8 +469,10 @@ class FakePiper:
             with self._lock:
                 self._apply_pending_enables(now)
                 self._step(self.period)
-                frames = [] if self.silent else self._feedback_frames()
-                frames += list(self._outbox)
+                frames = [] if self.silent or self.ticks % self.feedback_every \
+                    else self._feedback_frames()
+                if not self.silent:  # a powered-off arm answers no query either
+                    frames += list(self._outbox)
                 self._outbox.clear()
             for can_id, data in frames:
                 try:
@@ -476,14 +513,24 @@ class FakePiper:
 
     def _feedback_frames(self) -> list[tuple[int, bytes]]:
         q_units = [round(math.degrees(v) * 1000.0) for v in self._q]
+        if self.zero_joints_in_standby and not all(self._enabled[:6]):
+            q_units = [0] * 6  # the injected fault: zeros wherever the arm is
         out = [(ID_STATUS, self._status_payload())]
         out += self._end_pose_frames()
         for k, can_id in enumerate(ID_JOINT_FEEDBACK):
             out.append((can_id, struct.pack(">ii", q_units[2 * k], q_units[2 * k + 1])))
         g_status = (STATUS_BIT_ENABLED if self._enabled[6] else 0) | STATUS_BIT_HOMED
         effort = self._g_effort if self._enabled[6] else 0
-        out.append((ID_GRIPPER_FEEDBACK, struct.pack(
-            ">ihBx", round(self._g * 1e6), min(effort, 0x7FFF), g_status)))
+        if self.ticks % self.gripper_feedback_every == 0:
+            out.append((ID_GRIPPER_FEEDBACK, struct.pack(
+                ">ihBx", round(self._g * 1e6), min(effort, 0x7FFF), g_status)))
+        if self.feedback_id_offset:
+            out = [(i + self.feedback_id_offset if ID_STATUS <= i <= ID_GRIPPER_FEEDBACK else i, d)
+                   for i, d in out]
+        if self.leader_mode:  # a leader sends what it is dragged to, for its follower
+            out += [(can_id, struct.pack(">ii", q_units[2 * k], q_units[2 * k + 1]))
+                    for k, can_id in enumerate(ID_JOINT_CTRL)]
+            out.append((ID_GRIPPER_CTRL, struct.pack(">iHBB", round(self._g * 1e6), 1000, 0x01, 0)))
         if self.ticks % self.high_speed_every == 0:
             for i, can_id in enumerate(ID_HIGH_SPEED):
                 speed = int(np.clip(round(self._qd[i] * 1000.0), -32768, 32767))
@@ -498,7 +545,8 @@ class FakePiper:
     def _status_payload(self) -> bytes:
         moving = bool(np.any(np.abs(self._q_target - self._q) > math.radians(0.1)))
         err = sum(1 << (8 + i) for i, flag in enumerate(self._limit_flags) if flag)
-        return struct.pack(">BBBBBBH", self._ctrl_mode, self._arm_status(), self._move_mode,
+        mode = CTRL_LINKAGE_TEACHING if self.leader_mode else self._ctrl_mode
+        return struct.pack(">BBBBBBH", mode, self._arm_status(), self._move_mode,
                            0, int(moving), 0, err)
 
     def _end_pose_frames(self) -> list[tuple[int, bytes]]:

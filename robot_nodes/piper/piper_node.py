@@ -37,6 +37,12 @@ Stops latch for every arm at once: the e-stop service, an arm that stops answeri
 ~/resume). While latched nothing is sent; the arms hold their last target.
 
 One arm ("arms: right") uses that arm's 7 contract names only; two arms use all 14.
+
+``teleop`` (vla-bridge record-demos): the arms obey their linked leader arms; the node sends
+them nothing (no enable, no chunk) and publishes the leaders' commands as joint_commands
+(robot_nodes/piper/teleop.py; with fake hardware, fake leaders play the plans on
+contract.TOPIC_FAKE_LEADER_PLAN). An end with "demo": "save" sends the episode's done first.
+
 With use_fake_hardware the node starts the PiPER firmware emulator (`fake_piper`) on
 in-process virtual CAN buses and drives it through the real piper_sdk; the fake arms power up
 at the workcell's home pose with open grippers, inside the safety limits (a real arm rests
@@ -71,6 +77,7 @@ from vla_bridge.ros.node_config import declare, param
 from vla_bridge.robot_nodes.piper.fake_piper import FakePiper
 from vla_bridge.robot_nodes.piper.arm import GRIPPER_STROKE_MAX_M, PiperArm, PiperArmError
 from vla_bridge.robot_nodes.piper.episode import EpisodeProtocol
+from vla_bridge.robot_nodes.piper.teleop import TeleopLeaders
 from vla_bridge.robot_nodes.piper.safety import (EventLogLimiter, SafetyEvent, SafetyFilter,
                                            load_safety_params)
 from vla_bridge.robot_nodes.tracker.tracker import contract_vector
@@ -88,6 +95,8 @@ class PiperConfig:
     can_interface: str = param("socketcan", "python-can interface of the arms' CAN ports")
     use_fake_hardware: bool = param(False, "drive the PiPER firmware emulator on virtual CAN "
                                     "instead of the arms")
+    fake_faults: str = param("", "use_fake_hardware: bring-up faults the emulator injects, "
+                             "comma-separated (fake_faults.FAULTS; `vla-bridge doctor` names them)")
     rate_hz: float = param(50.0, "joint_states / joint_commands rate (one scoring frame per "
                            "joint_commands message in an episode)")
     command_rate_hz: float = param(100.0, "rate of the commands sent to the arms (chunk "
@@ -104,6 +113,9 @@ class PiperConfig:
     default_chunk_period_s: float = param(0.06, "seconds per chunk point when the points "
                                           "carry no increasing time_from_start")
     disable_on_shutdown: bool = param(True, "disable the arms' motors when the node stops")
+    teleop: bool = param(False, "leader/follower teleoperation: send the arms nothing, publish "
+                         "their leaders' commands (read on the CAN bus) as joint_commands")
+    leader_timeout_s: float = param(0.5, "teleop: a leader silent this long gets no joint_commands")
     frame_flush_period_s: float = param(0.25, "an episode's scoring frames go out in batches "
                                         "this often (and with every status)")
     require_task_objects: bool = param(True, "a trial whose task objects are not tracked "
@@ -189,6 +201,7 @@ class PiperNode(Node):
         self.max_calls: int | None = None
         self._event_log = EventLogLimiter(EVENT_LOG_PERIOD_S)
         self.fakes: dict[str, FakePiper] = {}
+        self.teleop = TeleopLeaders(p.leader_timeout_s, self.get_logger())
         self.hw: dict[str, PiperArm] = {}
         self._closed = False
         try:
@@ -212,7 +225,8 @@ class PiperNode(Node):
                 port = f"fake_{port}_{uuid.uuid4().hex[:8]}"
                 # at home, not folded on the range ends the filter clips (a real arm's rest)
                 self.fakes[arm] = FakePiper(port, initial_joints=HOME_ARM_Q,
-                                            initial_gripper_m=GRIPPER_STROKE_MAX_M).start()
+                                            initial_gripper_m=GRIPPER_STROKE_MAX_M,
+                                            faults=p.fake_faults).start()
                 interface = "virtual"
             else:
                 interface = p.can_interface
@@ -221,7 +235,10 @@ class PiperNode(Node):
                           disable_on_close=bool(p.disable_on_shutdown))
             self.hw[arm] = hw
             hw.connect(float(p.connect_timeout_s))
-            hw.enable(float(p.enable_timeout_s))
+            if p.teleop:  # the follower obeys its leader: nothing is sent to it
+                self.teleop.add(arm, hw, self.fakes.get(arm))
+            else:
+                hw.enable(float(p.enable_timeout_s))
             self.feedback[arm] = hw.read().vector()
 
     def close(self) -> None:
@@ -235,6 +252,7 @@ class PiperNode(Node):
                 timer.cancel()
         for hw in self.hw.values():
             hw.close()
+        self.teleop.close()
         for fake in self.fakes.values():
             fake.stop()
 
@@ -265,6 +283,9 @@ class PiperNode(Node):
         self.create_service(Trigger, "~/emergency_stop", self.on_emergency_stop,
                             callback_group=services)
         self.create_service(Trigger, "~/resume", self.on_resume, callback_group=services)
+        if self.cfg.teleop and self.fakes:
+            self.create_subscription(JointTrajectory, C.TOPIC_FAKE_LEADER_PLAN, self.on_leader_plan,
+                                     q(C.QOS_COMMAND), callback_group=control)
         self._timers_owned = [
             self.create_timer(1.0 / float(self.cfg.command_rate_hz), self.command_tick,
                               callback_group=control),
@@ -330,11 +351,13 @@ class PiperNode(Node):
                 fb = self.hw[arm].read().vector()
                 self.feedback[arm] = fb
                 measured.append(fb)
-                cmd = self.commanded[arm]
+                cmd = self.teleop.command(arm, fb) if self.cfg.teleop else self.commanded[arm]
                 commanded.append(fb if cmd is None else cmd)
         t = self.stamp()
         measured, commanded = np.concatenate(measured), np.concatenate(commanded)
         self.pub_joints.publish(messages.joint_state_msg(self.names, measured, t))
+        if self.cfg.teleop and not self.teleop.heard(self.arms):
+            return  # no command from a leader: none is made up
         self.pub_cmd.publish(messages.joint_state_msg(self.names, commanded, t))
         # every joint_commands message is an episode's scoring frame (while it records)
         self.protocol.on_state(t, contract_vector(self.names, commanded),
@@ -342,6 +365,8 @@ class PiperNode(Node):
 
     # ------------------------------------------------------------------ commands
     def command_tick(self) -> None:
+        if self.cfg.teleop:
+            return  # the leaders command the arms
         now = time.monotonic()
         with self._lock:
             if self._closed:
@@ -405,6 +430,14 @@ class PiperNode(Node):
             return
         safety.sent(out.command, time.monotonic())
         self.commanded[arm] = out.command
+
+    def on_leader_plan(self, msg: JointTrajectory) -> None:
+        """Teleop, fake hardware: the fake leaders play this plan (absolute targets)."""
+        try:
+            times = ChunkPlayer.times_from_msg(msg, float(self.cfg.default_chunk_period_s))[0]
+            self.teleop.play(self.arms, messages.msg_to_chunk(msg, self.names), times)
+        except ValueError as exc:
+            self.get_logger().error(f"fake leader plan rejected: {exc}")
 
     def on_heartbeat(self, msg: Header) -> None:
         self.policy_alive_at = time.monotonic()
@@ -470,6 +503,8 @@ class PiperNode(Node):
                 self.protocol.begin(str(ctl.get("episode")), ctl.get("task"))
             elif kind == C.CONTROL_END and ctl.get("episode") == self.episode:
                 self.player = None
+                if self.cfg.teleop and ctl.get("demo") == C.DEMO_SAVE:
+                    self.protocol.done(self.calls, "demonstration saved by the operator")
                 self.protocol.end()
 
     # ------------------------------------------------------------------ services

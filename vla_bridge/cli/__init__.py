@@ -59,6 +59,8 @@ _register_module("campaign", "shard a run's trials over Ray workers, each with i
                              "graph (local Ray on demand, or --ray-address)")
 _register_module("tasks", "list, filter and dry-run the RoboFollow evaluation suites")
 # real trials
+_register_module("doctor", "pre-flight checks of the arms (CAN, firmware, limits, mode, rates, "
+                           "e-stop), cameras and table calibration; --fake: on the emulator")
 _register_module("console", "operator console for real pilot trials: what the tracker cannot "
                             "see, asked stage by stage into a resumable trial sheet")
 _register_module("markers", "write printable PNGs of the tracker's board and object markers")
@@ -73,6 +75,8 @@ _register_module("train", "train the built-in tiny policy on a LeRobot dataset (
 _register_module("init-policy", "write a randomly initialised checkpoint of the built-in tiny "
                                 "policy")
 _register_module("export", "recorded episodes (--record true) -> a LeRobot dataset")
+_register_module("record-demos", "teleoperated demonstrations: leader arms drive the followers, "
+                                 "an operator console saves each episode as a bag (export lerobot)")
 _register_module("serve", "serve a policy backend over openpi's websocket protocol")
 # the benchmarks themselves: VQA, the suites, the instructions
 _register_module("vqa", "LIBERO-VIFO Part I-A: ask a VQA backend the four cue questions "

@@ -4,6 +4,8 @@
   (record:=true);
 * ``lerobot_export``: bags -> LeRobot v3 datasets; ``demos``: RoboFollow's training set from
   oracle episodes; ``train``: the built-in tiny policy trained on such a dataset;
+* ``teleop`` / ``demo_node``: teleoperated demonstrations (`vla-bridge record-demos`): the
+  operator console and its node, recording through ``recorder_node``;
 * ``viewer_node`` / ``foxglove_channels``: the live Foxglove viewer (viewer:=foxglove).
 
 May import the engine (``evaluation`` and everything below it); never ``vqa``,

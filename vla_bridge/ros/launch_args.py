@@ -383,6 +383,9 @@ ROBOFOLLOW_REAL = GraphSpec(
                   type="bool",
                   sets=("piper_node.use_fake_hardware", "realsense_node.use_fake_hardware",
                         "evaluator_node.use_fake_hardware")),
+        LaunchArg("fake_faults", "", "use_fake_hardware: bring-up faults the PiPER emulator "
+                  "injects, comma-separated (`vla-bridge doctor --help` lists them)",
+                  sets=("piper_node.fake_faults",)),
         LaunchArg("arms", "left,right", "arms of the PiPER node (left,right | left | right)",
                   sets=("piper_node.arms", "tracker_node.arms")),
         LaunchArg("camera_serials", "",

@@ -397,6 +397,11 @@ class GraphRunner:
             for signum, handler in previous:
                 signal.signal(signum, handler)
 
+    def request_stop(self) -> None:
+        """Stop the graph as Ctrl-C does, from another thread than the one in run() (a run()
+        outside the main thread installs no signal handlers: `vla-bridge record-demos`)."""
+        self._signal = signal.SIGINT
+
     def _supervise(self) -> int:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
