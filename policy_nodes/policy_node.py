@@ -33,6 +33,7 @@ from vla_bridge.policy_nodes.heartbeat_node import Heartbeat
 from vla_bridge.policy_nodes.registry import make_policy
 
 KEEP_STAMPS = 64  # observation parts kept while waiting for the rest
+WORLD_SYNC = ("stamp", "latest")  # PolicyConfig.world_state_sync
 HEARTBEAT_PERIOD_S = 0.02  # 50 Hz; the PiPER node holds after 0.15 s of silence (piper_safety.yaml)
 BEGIN_NEEDS = ("task", "instruction")  # begin fields the node reads (contract.check_control)
 
@@ -58,6 +59,11 @@ class PolicyConfig:
                                                   "declares another is refused at start")
     heartbeat_process: bool = param(True, "beat the heartbeat from a child process (false: "
                                           "from a thread of this one)")
+    world_state_sync: str = param("stamp", "world state a privileged backend (the oracle) gets "
+                                           "with an observation: stamp (the world state of the "
+                                           "observation's own stamp, as a sim publishes it) or "
+                                           "latest (the newest one: the tracker on real arms "
+                                           "stamps its own camera frames)")
 
 
 class PolicyNode(Node):
@@ -78,6 +84,12 @@ class PolicyNode(Node):
         self.episode: str | None = None
         self.calls = 0
         self.parts = StampSync(KEEP_STAMPS)  # stamp_ns -> {"state", "images": {...}, "world"}
+        if p.world_state_sync not in WORLD_SYNC:
+            raise ValueError(f"world_state_sync must be one of {', '.join(WORLD_SYNC)}, got "
+                             f"{p.world_state_sync!r}")
+        self.latest_world = p.world_state_sync == "latest"
+        self.world: MarkerArray | None = None  # latest: the newest world state of the episode
+        self.waiting: int | None = None  # latest: an observation waiting for a first world state
         self._make_io(p.image_source)
         # chunk execution hook (vla_bridge.policy_nodes.chunking): action horizon, temporal
         # ensembling, async inference with splicing, per-call latency breakdown
@@ -135,6 +147,7 @@ class PolicyNode(Node):
     def begin(self, ctl: dict) -> None:
         self.episode, self.calls = ctl["episode"], 0
         self.parts.clear()
+        self.world, self.waiting = None, None  # latest: a world state heard after the begin
         self.ready_fields = None
 
         def prepare():
@@ -174,6 +187,12 @@ class PolicyNode(Node):
     def on_world(self, msg: MarkerArray) -> None:
         if not msg.markers:
             return
+        if self.latest_world:  # the newest one goes with the next observation
+            self.world = msg
+            if self.waiting is not None:
+                key, self.waiting = self.waiting, None
+                self.maybe_predict(key)
+            return
         key = messages.stamp_ns(msg.markers[0].header.stamp)
         self.parts.add(key, "world", msg)
         self.maybe_predict(key)
@@ -185,13 +204,17 @@ class PolicyNode(Node):
 
     def maybe_predict(self, key: int) -> None:
         part = self.parts.get(key)
-        complete = ("state" in part and len(part["images"]) == len(self.embodiment.cameras)
-                    and (not self.policy.needs_world_state or "world" in part))
-        if not complete or self.episode is None:
+        observed = "state" in part and len(part["images"]) == len(self.embodiment.cameras)
+        has_world = self.world is not None if self.latest_world else "world" in part
+        if observed and self.policy.needs_world_state and not has_world:
+            self.waiting = key if self.latest_world else None
+        if not observed or (self.policy.needs_world_state and not has_world) or \
+                self.episode is None:
             return
         t0 = time.perf_counter()
         part = self.parts.take(key)  # and nothing older can be needed now
-        world, stamp = part.get("world"), part["state"].header.stamp
+        world = self.world if self.latest_world else part.get("world")
+        stamp = part["state"].header.stamp
         obs = Observation(state=messages.joint_state_to_array(part["state"],
                                                               self.embodiment.state_names),
                           images=part["images"], stamp=messages.stamp_to_sec(stamp),
