@@ -24,8 +24,12 @@ POLICIES = {
     "oracle": "vla_bridge.policy_nodes.oracle:OraclePolicy",
     "hold": "vla_bridge.policy_nodes.hold:HoldPolicy",
     "openpi": "vla_bridge.policy_nodes.openpi.client:OpenPIPolicy",
+    # a vla-eval model server (vla-eval's websocket + msgpack protocol, docs/policies.md)
+    "vla_eval": "vla_bridge.policy_nodes.vla_eval.client:VlaEvalPolicy",
     "torch": "vla_bridge.policy_nodes.torch_policy:TorchPolicy",
     "lerobot": "vla_bridge.policy_nodes.lerobot.backend:LeRobotPolicy",
+    # LeRobot's gRPC policy server (lerobot.async_inference), spoken as its robot client does
+    "lerobot_async": "vla_bridge.policy_nodes.lerobot_async.client:LeRobotAsyncPolicy",
     "replay": "vla_bridge.policy_nodes.registry:ReplayPolicy",
     # LIBERO (embodiment libero_panda): privileged pick-and-place over OSC deltas
     "libero_oracle": "vla_bridge.policy_nodes.oracle.libero:LiberoOracle",

@@ -8,13 +8,16 @@
 #   scripts/setup.sh env             set up, then print the exported environment
 #   scripts/setup.sh libero          set up, then build .venv-libero (the LIBERO sim node's
 #                                    venv, requirements-libero.txt; `test` builds it too)
+#   scripts/setup.sh lerobot         set up, then build .venv-lerobot (LeRobot 0.6 on Python
+#                                    3.12, requirements-lerobot-venv.txt; `test` builds it too)
 #
 # A second run is quick: apt is consulted only for missing packages (dpkg -s) and pip only
 # when requirements.txt / setup.py / setup.cfg / this script changed (hash stamp in .venv).
 #
 # Environment knobs: VLA_BRIDGE_PYTHON (interpreter to create .venv with, default python3),
 # MUJOCO_GL (kept if set, else probed: egl, then osmesa), ROS_DOMAIN_ID (kept if set),
-# VLA_BRIDGE_LEROBOT=0 (leave out the LeRobot backend's packages, requirements-lerobot.txt).
+# VLA_BRIDGE_LEROBOT=0 (leave out the LeRobot backend's packages, requirements-lerobot.txt,
+# and `test`'s .venv-lerobot), VLA_BRIDGE_LEROBOT_PYTHON (Python >= 3.12 for .venv-lerobot).
 # VLA_BRIDGE_SAPIEN=0 (leave out sim:=sapien: sapien and Mesa's Vulkan from bookworm-backports).
 set -euo pipefail
 
@@ -96,6 +99,8 @@ install_python_packages() {
     "$VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
     # openpi-client declares numpy<2 but works with numpy 2: install it without its deps
     "$VENV/bin/python" -m pip install -q --no-deps openpi-client==0.1.2 >&2
+    # vla-eval: its model-server classes only (the vla_eval backend's tests), see requirements.txt
+    "$VENV/bin/python" -m pip install -q --no-deps vla-eval==0.8.0 >&2
     if [ "${VLA_BRIDGE_LEROBOT:-1}" != 0 ]; then install_lerobot; fi
 }
 
@@ -237,6 +242,59 @@ write_libero_config() {
         >"$LIBERO_VENV/libero_config/config.yaml"
 }
 
+# ------------------------------------------------------------ LeRobot venv (#27)
+# The current LeRobot (requirements-lerobot-venv.txt: lerobot 0.6.1 and the extras of ACT,
+# Diffusion, SmolVLA, the VLAs and its gRPC async inference) needs Python >= 3.12 and
+# torch < 2.12, so it lives in .venv-lerobot beside .venv (3.11, torch 2.13, lerobot 0.4.4):
+# with the `ros-*` pins of requirements.txt (cp312 wheels) and this package (--no-deps,
+# editable), so the policy node runs there too (--policy_python). The lerobot backend runs
+# a checkpoint that .venv's LeRobot cannot read (one saved by LeRobot 0.5+) in a worker
+# process of this venv, and lerobot_async's gRPC client runs there (policy_nodes/lerobot/
+# worker.py). Python: VLA_BRIDGE_LEROBOT_PYTHON, else python3.12 (PATH, then pyenv's).
+# Stamped like .venv-libero; about 6 GB (PyPI's torch for 3.12 is a CUDA build; CPU is fine).
+LEROBOT_VENV="$REPO/.venv-lerobot"
+LEROBOT_STAMP="$LEROBOT_VENV/.vla_bridge_setup.sha256"
+
+lerobot_python() {
+    local found
+    for found in "${VLA_BRIDGE_LEROBOT_PYTHON:-}" "$(command -v python3.12 2>/dev/null)" \
+        "$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python 2>/dev/null | tail -1)"; do
+        [ -n "$found" ] && "$found" -c 'import sys; assert sys.version_info[:2] >= (3, 12)' \
+            2>/dev/null && { echo "$found"; return 0; }
+    done
+    return 1
+}
+
+lerobot_hash() {
+    { cat "$REPO/requirements-lerobot-venv.txt" "$REPO/setup.py" "$REPO/setup.cfg"
+      grep '^ros-' "$REPO/requirements.txt"
+      declare -f ensure_stamped_venv ensure_lerobot_venv install_lerobot_venv
+      "$LEROBOT_VENV/bin/python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
+}
+
+ensure_lerobot_venv() {
+    if [ ! -x "$LEROBOT_VENV/bin/python" ]; then
+        local python
+        python=$(lerobot_python) || {
+            log "ERROR: .venv-lerobot needs Python >= 3.12 (set VLA_BRIDGE_LEROBOT_PYTHON)"
+            return 1; }
+        log "creating $LEROBOT_VENV with $python"
+        "$python" -m venv "$LEROBOT_VENV"
+    fi
+    ensure_stamped_venv "$LEROBOT_VENV" "$LEROBOT_STAMP" lerobot_hash install_lerobot_venv
+}
+
+install_lerobot_venv() {
+    log "installing LeRobot 0.6 into $LEROBOT_VENV (requirements-lerobot-venv.txt; ~6 GB, minutes)"
+    local ros
+    ros=$(mktemp)
+    grep '^ros-' "$REPO/requirements.txt" >"$ros"
+    "$LEROBOT_VENV/bin/python" -m pip install -q -r "$REPO/requirements-lerobot-venv.txt" \
+        -r "$ros" >&2
+    rm -f "$ros"
+    "$LEROBOT_VENV/bin/python" -m pip install -q --no-deps -e "$REPO" >&2
+}
+
 # ------------------------------------------------------- Foxglove's npm clients (#27)
 # The viewer's tests connect with Foxglove's own npm WebSocket client and its example clients
 # (test/support/foxglove/package.json, exact versions), installed into .foxglove-clients/ with
@@ -322,6 +380,12 @@ setup_libero() {  # after setup: the LIBERO sim node's venv, under the same lock
     if command -v flock >/dev/null 2>&1; then flock -u 9; fi
 }
 
+setup_lerobot() {  # after setup: .venv-lerobot, under the same lock
+    if command -v flock >/dev/null 2>&1; then flock 9; fi
+    ensure_lerobot_venv
+    if command -v flock >/dev/null 2>&1; then flock -u 9; fi
+}
+
 # The whole suite, one pytest process per test folder: in a single process that had run most
 # of the suite, making a new EGL context (test/robot_nodes' renders) crashed or hung in a
 # native thread (fresh-clone CI, December 2026; not reproduced in smaller runs). Each folder
@@ -352,6 +416,8 @@ case "$command" in
     test)
         setup
         setup_libero  # CI runs the LIBERO tests too (test/sim_nodes/libero/, test/benchmarks/libero/)
+        # CI runs the LeRobot 0.6 tests too (test/policy_nodes/lerobot/); VLA_BRIDGE_LEROBOT=0 skips
+        if [ "${VLA_BRIDGE_LEROBOT:-1}" != 0 ]; then setup_lerobot; fi
         ensure_foxglove_clients
         ensure_chromium
         log "pytest (MUJOCO_GL=$MUJOCO_GL, ROS_DOMAIN_ID=$ROS_DOMAIN_ID)"
@@ -371,6 +437,11 @@ case "$command" in
         setup_libero
         log "ready: $LIBERO_VENV (the LIBERO sim node's interpreter: $LIBERO_VENV/bin/python)"
         ;;
+    lerobot)
+        setup
+        setup_lerobot
+        log "ready: $LEROBOT_VENV (LeRobot 0.6: $LEROBOT_VENV/bin/python)"
+        ;;
     env)
         setup
         for name in MUJOCO_GL RMW_IMPLEMENTATION FASTDDS_DEFAULT_PROFILES_FILE ROS_DOMAIN_ID; do
@@ -381,7 +452,7 @@ case "$command" in
         sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'  # the header comment
         ;;
     *)
-        log "unknown command '$command' (expected: setup, test, run, env, libero, help)"
+        log "unknown command '$command' (expected: setup, test, run, env, libero, lerobot, help)"
         exit 2
         ;;
 esac

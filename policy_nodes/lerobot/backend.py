@@ -38,7 +38,19 @@ its postprocessor un-normalises the actions; we return ``[H, 14]`` absolute targ
 * **single-step policies** (SAC): ``select_action``, a chunk of one action.
 
 ``gripper``: "identity" (default; the checkpoint was trained on data in our convention,
-1 = open) or "aloha" (openpi/ALOHA normalised joint angle, see ``openpi.wire``).
+1 = open) or "aloha" (openpi/ALOHA normalised joint angle, see ``openpi.wire``). ``seed``: torch's
+random generator is seeded with it at every ``reset()``, so a sampling policy (Diffusion, the
+flow-matching VLAs) replays an episode exactly (default: not seeded).
+
+**Which LeRobot.** A checkpoint saved by a newer LeRobot than this interpreter's (its
+``config.json`` has keys this LeRobot's config class of that type lacks: LeRobot 0.6 writes
+``pretrained_revision``, ``gradient_checkpointing``, ...), or any checkpoint when this interpreter
+has no LeRobot, runs in ``.venv-lerobot`` (LeRobot 0.6.1, ``bash scripts/setup.sh lerobot``):
+this backend is then a proxy of the same backend built in a worker process there
+(``lerobot.worker``); without that venv, one error says how to build it. Checkpoints this
+LeRobot reads (0.4.x ones in ``.venv``) run here, in-process, as before; the node itself can
+also run from ``.venv-lerobot`` (``--policy_python .venv-lerobot/bin/python``), where LeRobot
+0.6.1 reads both.
 
 LeRobot is not in requirements.txt because every LeRobot release pins an older torch (0.4.4:
 ``torch<2.11``, ``torchvision<0.26``) and ``opencv-python-headless<4.13``, against this
@@ -50,13 +62,15 @@ ImportError saying so.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from vla_bridge import contract as C
-from vla_bridge.policy_nodes.lerobot import hub
+from vla_bridge.policy_nodes.lerobot import hub, worker
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.policy_nodes.backend import PolicyBackend
 
@@ -80,6 +94,39 @@ def _import_lerobot():
     return PreTrainedConfig, get_policy_class, make_pre_post_processors
 
 
+def _lerobot_version() -> str:
+    import importlib.metadata
+    try:
+        return importlib.metadata.version("lerobot")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def needs_lerobot_venv(path: Path) -> str | None:
+    """Why the checkpoint at ``path`` must run in .venv-lerobot (None: it runs here)."""
+    if worker.in_worker() or worker.is_this_interpreter(worker.venv_python()):
+        return None
+    try:
+        PreTrainedConfig = _import_lerobot()[0]
+    except ImportError:
+        if worker.venv_python().exists():
+            return f"this interpreter ({sys.executable}) has no LeRobot"
+        raise
+    config = json.loads((path / "config.json").read_text())
+    kind = config.get("type")
+    try:
+        known = {f.name for f in dataclasses.fields(PreTrainedConfig.get_choice_class(kind))}
+    except Exception:  # noqa: BLE001 - a type this LeRobot does not have
+        if not worker.venv_python().exists():
+            return None  # let LeRobot's own error say so
+        return f"LeRobot {_lerobot_version()} here has no policy type {kind!r}"
+    unknown = sorted(set(config) - known - {"type"})
+    if not unknown:
+        return None
+    return (f"the {kind} checkpoint {path} was saved by a newer LeRobot than {_lerobot_version()} "
+            f"here (config.json keys {unknown})")
+
+
 def _as_dict(value: dict | str | None) -> dict:
     return dict(json.loads(value) if isinstance(value, str) else value or {})
 
@@ -88,7 +135,8 @@ class LeRobotPolicy(PolicyBackend):
     def __init__(self, checkpoint: str | None = None, device: str = "cpu",
                  chunk_size: int | None = None, camera_map: dict | str | None = None,
                  gripper: str = "identity", num_threads: int = 1,
-                 control_period: float = 0.06, hub_dirs: dict | str | None = None):
+                 control_period: float = 0.06, hub_dirs: dict | str | None = None,
+                 seed: int | None = None):
         if not checkpoint:
             raise ValueError("the lerobot policy needs a checkpoint directory: "
                              "--policy 'lerobot?checkpoint=DIR' (a pretrained_model dir)")
@@ -99,6 +147,16 @@ class LeRobotPolicy(PolicyBackend):
                                     "is downloaded")
         if gripper not in ("identity", "aloha"):
             raise ValueError(f"gripper must be 'identity' or 'aloha', got {gripper!r}")
+        self.seed = None if seed is None else int(seed)
+        self._remote = None
+        why = needs_lerobot_venv(path)
+        if why:  # the same backend, built in .venv-lerobot (module docstring)
+            self._remote = worker.WorkerPolicy(
+                "vla_bridge.policy_nodes.lerobot.backend:LeRobotPolicy",
+                dict(checkpoint=str(path), device=device, chunk_size=chunk_size,
+                     camera_map=camera_map, gripper=gripper, num_threads=num_threads,
+                     control_period=control_period, hub_dirs=hub_dirs, seed=seed), why)
+            return
         PreTrainedConfig, get_policy_class, make_pre_post_processors = _import_lerobot()
         import torch
         if num_threads:
@@ -110,6 +168,8 @@ class LeRobotPolicy(PolicyBackend):
         self.camera_map = _as_dict(camera_map)
         self._map_features()  # refuses a non-ALOHA checkpoint before loading its weights
         hub.check_buildable(self.config.type)
+        if not (path / "model.safetensors").is_file():  # before building a model to fill
+            self._refuse_without_weights(path, _as_dict(hub_dirs))
         self._build(path, device, _as_dict(hub_dirs), get_policy_class, make_pre_post_processors)
         self.mode = ("queue" if self.config.type in QUEUE_DRIVEN else
                      "single" if self.config.type in SINGLE_STEP else "chunk")
@@ -146,6 +206,14 @@ class LeRobotPolicy(PolicyBackend):
                 raise
             raise error from exc
 
+    def _refuse_without_weights(self, path: Path, hub_dirs: dict) -> None:
+        """One error for a checkpoint with no weights: the Hub files it also lacks, if any."""
+        missing = FileNotFoundError(f"{path} has no model.safetensors (the policy's weights)")
+        refs = {repo: where for repo, where in hub.hub_refs(self.config, path).items()
+                if repo not in hub_dirs}
+        error = hub.missing_hub_files(self.config.type, path, refs, missing) if refs else None
+        raise error or missing
+
     def _map_features(self) -> None:
         self.images = {}  # input feature key -> (our camera, (H, W))
         self.state_key = None
@@ -164,12 +232,18 @@ class LeRobotPolicy(PolicyBackend):
                              f"{None if action is None else list(action.shape)}")
 
     def reset(self) -> None:
+        if self._remote:
+            return self._remote.reset()
+        if self.seed is not None:
+            self.torch.manual_seed(self.seed)
         self.policy.reset()
         self.preprocessor.reset()
         self.postprocessor.reset()
         self._last_step = None
 
     def set_instruction(self, instruction: str, task: dict | None = None) -> None:
+        if self._remote:
+            return self._remote.set_instruction(instruction, task)
         self.instruction = instruction or ""
 
     def batch(self, observation: Observation) -> dict:
@@ -194,6 +268,8 @@ class LeRobotPolicy(PolicyBackend):
         return batch
 
     def predict(self, observation: Observation) -> np.ndarray:
+        if self._remote:
+            return self._remote.predict(observation)
         with self.torch.inference_mode():
             batch = self.preprocessor(self.batch(observation))
             if self.mode == "queue":
@@ -209,6 +285,15 @@ class LeRobotPolicy(PolicyBackend):
             from vla_bridge.policy_nodes.openpi.wire import actions_from_wire
             actions = actions_from_wire(actions, "aloha")
         return actions[: self.chunk_size] if self.chunk_size else actions
+
+    @property
+    def remote(self) -> worker.WorkerPolicy | None:
+        """The worker in .venv-lerobot this backend forwards to (None: it runs here)."""
+        return self._remote
+
+    def close(self) -> None:
+        if self._remote:
+            self._remote.close()
 
     def _from_plan(self, batch: dict, stamp: float):
         """One ``select_action`` on the policy's own queues (module docstring): [1, n, D]."""

@@ -9,7 +9,8 @@ built (the ``lerobot`` backend, ``lerobot.backend``):
   repository id to a local directory holding its files; an id that is neither mapped nor in the
   local Hugging Face cache turns the build's failure into one error naming it and what to provide;
 * **packages**: policy types whose code needs what PyPI cannot give next to this project's pins
-  (pi0 / pi0.5 / pi0-FAST: LeRobot's patched transformers) fail up front, before allocating a
+  (pi0 / pi0.5 / pi0-FAST in LeRobot < 0.5: LeRobot's patched transformers; LeRobot 0.5+, in
+  .venv-lerobot, runs them on PyPI's transformers 5) fail up front, before allocating a
   multi-GB model only to reject it; reward models are refused (they output no actions).
 """
 from __future__ import annotations
@@ -50,13 +51,23 @@ def check_buildable(policy_type: str) -> None:
     if policy_type in REWARD_MODELS:
         raise ValueError(f"LeRobot's {policy_type!r} is a reward model, not a policy: it "
                          "outputs no actions")
-    if policy_type in OPENPI_PORTS and not _has_module(OPENPI_TRANSFORMERS):
+    if policy_type in OPENPI_PORTS and _needs_openpi_fork() and not _has_module(OPENPI_TRANSFORMERS):
         raise ImportError(
             f"LeRobot's {policy_type} policy needs LeRobot's patched transformers (git branch "
             "fix/lerobot_openpi of huggingface/transformers, what `pip install 'lerobot[pi]'` "
             "installs from a LeRobot checkout), which PyPI does not have and this interpreter "
             "lacks. Run the checkpoint from a virtualenv that has it "
             "(--policy_python, docs/policies.md) or serve it with openpi (--policy openpi)")
+
+
+def _needs_openpi_fork() -> bool:
+    """LeRobot < 0.5 ports openpi on a transformers fork; 0.5+ on PyPI's transformers 5."""
+    import importlib.metadata
+    try:
+        version = tuple(int(x) for x in importlib.metadata.version("lerobot").split(".")[:2])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return True
+    return version < (0, 5)
 
 
 def _has_module(name: str) -> bool:

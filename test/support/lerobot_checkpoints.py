@@ -1,7 +1,9 @@
 """Tiny randomly initialised LeRobot checkpoints (policy + pre/post-processors), saved the way
 ``lerobot-train`` saves them, for the lerobot backend's tests.
 
-Every checkpoint reads our 14 joints and ``cam_high`` (96x128) and writes 14-D actions. The
+Every checkpoint reads our 14 joints and ``cam_high`` (96x128, or ``image=``: SIM_IMAGE is the
+sim camera's, so the graph feeds it unresized) and writes 14-D actions. The same code saves
+them with LeRobot 0.4.4 (.venv) and 0.6.1 (.venv-lerobot, through ``lerobot_venv``). The
 action statistics centre the un-normalised actions near 0 rad (mean 0, std 0.01; min/max
 +-ACTION_SPAN), so whatever the random model outputs, the targets are near 0, far from the
 home pose, and a test can tell un-normalised actions from raw ones.
@@ -12,12 +14,13 @@ from pathlib import Path
 
 ACTION_SPAN = 0.05  # min/max of the action statistics (MIN_MAX-normalised types)
 IMAGE = (3, 96, 128)
+SIM_IMAGE = (3, 240, 320)  # contract.ALOHA_PIPER's image size (C, H, W)
 
 
-def _features():
+def _features(image=IMAGE):
     from lerobot.configs.types import FeatureType, PolicyFeature
     inputs = {"observation.state": PolicyFeature(FeatureType.STATE, (14,)),
-              "observation.images.cam_high": PolicyFeature(FeatureType.VISUAL, IMAGE)}
+              "observation.images.cam_high": PolicyFeature(FeatureType.VISUAL, tuple(image))}
     return inputs, {"action": PolicyFeature(FeatureType.ACTION, (14,))}
 
 
@@ -34,11 +37,11 @@ def _stats():
                        "min": -span, "max": span}}
 
 
-def tiny_config(kind: str, **overrides):
-    """A small config of LeRobot policy type ``kind`` (act, diffusion, vqbet, tdmpc, sac);
-    ``overrides`` replace its fields."""
+def tiny_config(kind: str, image=IMAGE, **overrides):
+    """A small config of LeRobot policy type ``kind`` (act, diffusion, vqbet, tdmpc, sac)
+    reading a ``cam_high`` image of shape ``image``; ``overrides`` replace its fields."""
     from lerobot.policies.factory import make_policy_config
-    inputs, outputs = _features()
+    inputs, outputs = _features(image)
     small = {
         "act": dict(chunk_size=20, n_action_steps=20, dim_model=32, n_heads=2, dim_feedforward=64,
                     n_encoder_layers=1, n_decoder_layers=1, use_vae=False,
@@ -47,7 +50,8 @@ def tiny_config(kind: str, **overrides):
         "diffusion": dict(n_obs_steps=2, horizon=8, n_action_steps=6, crop_shape=(80, 112),
                           down_dims=(16, 32), kernel_size=3, n_groups=4,
                           diffusion_step_embed_dim=16, spatial_softmax_num_keypoints=4,
-                          num_train_timesteps=20, num_inference_steps=4),
+                          num_train_timesteps=20, num_inference_steps=4,
+                          pretrained_backbone_weights=None),  # LeRobot 0.6's default: ImageNet
         "vqbet": dict(n_obs_steps=3, n_action_pred_token=2, action_chunk_size=4,
                       crop_shape=(80, 112), spatial_softmax_num_keypoints=4, vqvae_n_embed=4,
                       vqvae_embedding_dim=16, vqvae_enc_hidden_dim=16, gpt_block_size=32,
@@ -59,6 +63,8 @@ def tiny_config(kind: str, **overrides):
                       state_encoder_hidden_dim=16),
         "sac": dict(latent_dim=16, image_encoder_hidden_dim=4, vision_encoder_name=None),
     }[kind] | overrides
+    if kind == "diffusion" and tuple(image) != IMAGE and "crop_shape" not in overrides:
+        small["crop_shape"] = (image[1] - 16, image[2] - 16)  # crop what the image allows
     if kind == "tdmpc":  # one square image, named the TD-MPC way
         from lerobot.configs.types import FeatureType, PolicyFeature
         inputs = {"observation.state": inputs["observation.state"],
@@ -67,12 +73,13 @@ def tiny_config(kind: str, **overrides):
                               device="cpu", **small)
 
 
-def save_tiny_checkpoint(kind: str, directory: Path, seed: int = 0, **overrides) -> Path:
+def save_tiny_checkpoint(kind: str, directory: Path, seed: int = 0, image=IMAGE,
+                         **overrides) -> Path:
     """Save a random ``kind`` policy (config: tiny_config) and its processors into
     ``directory``; returns it."""
     import torch
     from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-    config = tiny_config(kind, **overrides)
+    config = tiny_config(kind, image, **overrides)
     torch.manual_seed(seed)
     policy = get_policy_class(kind)(config)
     if kind == "vqbet":  # as after VQ-BeT's first training phase (else it warns every call)
@@ -120,14 +127,14 @@ def save_tiny_vlm(directory: Path) -> Path:
     return Path(directory)
 
 
-def save_tiny_smolvla(directory: Path, vlm: Path, seed: int = 0):
+def save_tiny_smolvla(directory: Path, vlm: Path, seed: int = 0, image=IMAGE):
     """A random SmolVLA on the tiny VLM at ``vlm``, saved as if trained from SMOLVLM: its
     config and tokenizer step name the Hub id. Returns (directory, policy, pre, post), the
     last three as built (on ``vlm``), for comparison."""
     import torch
     from lerobot.policies.factory import get_policy_class, make_pre_post_processors
     from lerobot.policies.smolvla.configuration_smolvla import SmolVLAConfig
-    inputs, outputs = _features()
+    inputs, outputs = _features(image)
     config = SmolVLAConfig(input_features=inputs, output_features=outputs, device="cpu",
                            vlm_model_name=str(vlm), load_vlm_weights=False, num_vlm_layers=2,
                            resize_imgs_with_padding=(64, 64), chunk_size=10, n_action_steps=10,
@@ -143,3 +150,76 @@ def save_tiny_smolvla(directory: Path, vlm: Path, seed: int = 0):
         part.save_pretrained(directory)
     tokenizer_step.tokenizer_name = str(vlm)
     return Path(directory), policy, pre, post
+
+
+# ------------------------------------------------------------ LeRobot's own rollout
+
+
+def rollout(ckpt, observations, instruction: str = "", seed: int | None = None,
+            calls_per_observation: int = 1, reset_each: bool = False, vlm=None):
+    """LeRobot's own loop on a saved checkpoint (its policy class, saved processors and
+    ``select_action``): reset (and ``torch.manual_seed(seed)``), then per observation
+    ``calls_per_observation`` times preprocessor -> ``select_action`` -> postprocessor (after
+    a reset if ``reset_each``). Observations are (state [14], image HxWx3 uint8) as the
+    checkpoint reads them (no resizing). ``vlm``: the local stand-in for SMOLVLM (a SmolVLA
+    checkpoint, save_tiny_smolvla). Returns [observations, calls, 14] float64."""
+    import numpy as np
+    import torch
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+    config = PreTrainedConfig.from_pretrained(str(ckpt))
+    overrides = {}
+    if vlm is not None:
+        config.vlm_model_name = str(vlm)
+        overrides = {"tokenizer_processor": {"tokenizer_name": str(vlm)}}
+    policy = get_policy_class(config.type).from_pretrained(str(ckpt), config=config).eval()
+    pre, post = make_pre_post_processors(config, pretrained_path=str(ckpt),
+                                         preprocessor_overrides=overrides)
+    image_key = next(k for k in config.input_features if "image" in k)
+    policy.reset()
+    if seed is not None:
+        torch.manual_seed(seed)
+    out = []
+    with torch.inference_mode():
+        for state, image in observations:
+            if reset_each:
+                policy.reset()
+            image = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255
+            batch = {"observation.state": torch.tensor(np.asarray(state), dtype=torch.float32)[None],
+                     image_key: image[None], "task": instruction, "robot_type": ""}
+            out.append([post(policy.select_action(pre(dict(batch))))[0].double().numpy()
+                        for _ in range(calls_per_observation)])
+    return np.array(out)
+
+
+def save_tiny_smolvla_dir(directory: Path, seed: int = 0, image=IMAGE):
+    """save_tiny_smolvla's checkpoint and tiny VLM under ``directory``: (checkpoint, vlm)."""
+    vlm = save_tiny_vlm(Path(directory) / "vlm")
+    return save_tiny_smolvla(Path(directory) / "pretrained_model", vlm, seed, image)[0], vlm
+
+
+def save_vla_config(kind: str, directory: Path) -> Path:
+    """Only the config.json of a LeRobot VLA (pi0, pi05, groot, xvla) reading our features,
+    at LeRobot's defaults (pi0 / pi0.5 on their smallest Gemma)."""
+    from lerobot.policies.factory import make_policy_config
+    inputs, outputs = _features(SIM_IMAGE)
+    extra = {"pi0": dict(paligemma_variant="gemma_300m"),
+             "pi05": dict(paligemma_variant="gemma_300m")}.get(kind, {})
+    config = make_policy_config(kind, input_features=inputs, output_features=outputs,
+                                device="cpu", **extra)
+    Path(directory).mkdir(parents=True)
+    config._save_pretrained(Path(directory))
+    return Path(directory)
+
+
+def vla_refusals(directory: Path) -> dict[str, str]:
+    """The lerobot backend's error for each VLA config alone (save_vla_config): {kind: message}."""
+    from vla_bridge.policy_nodes.lerobot.backend import LeRobotPolicy
+    errors = {}
+    for kind in ("pi0", "pi05", "groot", "xvla"):
+        try:
+            LeRobotPolicy(checkpoint=str(save_vla_config(kind, Path(directory) / kind)))
+            errors[kind] = "built"
+        except Exception as exc:  # noqa: BLE001 - the message is the result
+            errors[kind] = f"{type(exc).__name__}: {exc}"
+    return errors
