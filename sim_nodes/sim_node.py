@@ -123,6 +123,7 @@ class SimNode(Node):
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
         self.frame_fields = None  # field layout of a frame row (fixed within an episode)
         self.listened: dict = {}  # per-tick publisher -> has subscribers (refresh_listeners)
+        self._tick_readers: tuple[int, bool] | None = None  # (subscribers, any but observers)
         self.frame_rows: list = []  # frames not yet published
         self.queue: list[tuple[float, object]] = []  # real time: (due sim time, target)
         self.running = False
@@ -240,10 +241,24 @@ class SimNode(Node):
     # ------------------------------------------------------------------ publishing
     def refresh_listeners(self) -> None:
         """Which per-tick streams have subscribers (checked once per chunk, not per tick): a
-        message nobody reads is not built or sent, which is most of the bridge's cost."""
+        message nobody reads is not built or sent, which is most of the bridge's cost. In
+        lock-step the policy and the evaluator read /joint_states only at observations
+        (contract.OBSERVATION_READERS), which publish_observation sends anyway."""
         self.listened = {pub: pub.get_subscription_count() > 0
                          for pub in (self.pub_clock, self.pub_joints, self.pub_cmd,
                                      self.pub_frames)}
+        if self.lock_step and self.listened[self.pub_joints]:
+            self.listened[self.pub_joints] = self.tick_state_readers()
+
+    def tick_state_readers(self) -> bool:
+        """Whether a node other than the observation readers subscribes to /joint_states (the
+        graph query is made again only when the number of subscribers changes)."""
+        count = self.pub_joints.get_subscription_count()
+        if self._tick_readers is None or self._tick_readers[0] != count:
+            names = {info.node_name
+                     for info in self.get_subscriptions_info_by_topic(C.TOPIC_JOINT_STATES)}
+            self._tick_readers = (count, bool(names - C.OBSERVATION_READERS))
+        return self._tick_readers[1]
 
     def publish_tick(self) -> None:
         t = self.now()

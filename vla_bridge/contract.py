@@ -101,6 +101,12 @@ QOS_EVENTS = QosSpec(reliable=True, depth=50, transient_local=False)
 NS = "/vla_bridge"
 TOPIC_CLOCK = "/clock"  # rosgraph_msgs/Clock
 TOPIC_JOINT_STATES = "/joint_states"  # sensor_msgs/JointState (measured)
+#: The graph's nodes that read /joint_states only at observations in lock-step (the policy's
+#: observation, the cue overlay's joints of a cued frame): a lock-step sim publishes a joint
+#: state at every tick only while some other node (a recorder, the viewer, `ros2 bag record`,
+#: a test) subscribes; each observation's joint state always goes out. Node names as the
+#: launchers give them; a renamed node is just another listener (every tick, as before).
+OBSERVATION_READERS = frozenset({"policy_node", "evaluator_node"})
 TOPIC_JOINT_COMMANDS = "/joint_commands"  # sensor_msgs/JointState (target being executed)
 TOPIC_ACTION_CHUNK = f"{NS}/action_chunk"  # trajectory_msgs/JointTrajectory
 TOPIC_INSTRUCTION = f"{NS}/instruction"  # std_msgs/String, latched

@@ -146,3 +146,30 @@ def test_frame_rows_are_built_only_while_someone_subscribes_to_the_frames(node, 
         assert len(ticks) >= 5  # the settle ticks and the chunk's 5
         assert built == (len(ticks) if listeners else 0), (listeners, built, len(ticks))
         assert node.sent[-1]["kind"] == "chunk_done", node.sent[-3:]
+
+
+def test_lock_step_sends_tick_joint_states_only_to_nodes_that_read_every_tick(node, monkeypatch):
+    """#26: the policy and the evaluator read /joint_states only at observations in lock-step
+    (contract.OBSERVATION_READERS), so with only them subscribed a tick publishes no joint
+    state; a recorder (or any other node) gets every tick again. Each observation's joint
+    state goes out either way."""
+    from types import SimpleNamespace
+
+    from vla_bridge import contract as C
+    readers: list[str] = []
+    monkeypatch.setattr(node.pub_joints, "get_subscription_count", lambda: len(readers))
+    monkeypatch.setattr(node, "get_subscriptions_info_by_topic",
+                        lambda topic: [SimpleNamespace(node_name=n) for n in readers])
+    sent = []
+    monkeypatch.setattr(node.pub_joints, "publish", lambda msg: sent.append(msg.header.stamp))
+    publish_tick = node.publish_tick
+    ticks = []
+    monkeypatch.setattr(node, "publish_tick", lambda: (ticks.append(1), publish_tick()))
+    for names, per_tick in ((["policy_node", "evaluator_node"], False),
+                            (["policy_node", "evaluator_node", "recorder_node"], True)):
+        readers[:] = names
+        sent.clear(), ticks.clear()
+        _run_one_chunk(node, f"ticks{len(names)}")
+        observations = 2  # the episode's first observation and the one after the chunk
+        assert len(sent) == observations + (len(ticks) if per_tick else 0), (names, len(sent))
+    assert C.OBSERVATION_READERS == {"policy_node", "evaluator_node"}
