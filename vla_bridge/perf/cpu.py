@@ -73,14 +73,14 @@ def per_episode(short: dict, long: dict, n_short: int, n_long: int) -> dict[str,
 
 
 def format_table(slopes: dict[str, dict], wall: float) -> list[str]:
-    head = f"{'node':<16}" + "".join(f"{SHORT[c]:>8}" for c in COLUMNS) + \
+    head = f"{'node':<16}" + "".join(f"{SHORT[c]:>9}" for c in COLUMNS) + \
         f"{'sum':>8}{'total':>8}{'adds up':>9}"
     lines = [head, "-" * len(head)]
     sums = dict.fromkeys(COLUMNS + ("sum", "total"), 0.0)
     for node, f in slopes.items():
         split = sum(f[c] for c in COLUMNS)
         check = f"{100 * split / f['total']:.0f} %" if f["total"] > 0.005 else "-"
-        lines.append(f"{node:<16}" + "".join(f"{f[c]:>8.3f}" for c in COLUMNS) +
+        lines.append(f"{node:<16}" + "".join(f"{f[c]:>9.3f}" for c in COLUMNS) +
                      f"{split:>8.3f}{f['total']:>8.3f}{check:>9}")
         for c in COLUMNS:
             sums[c] += f[c]
@@ -88,7 +88,7 @@ def format_table(slopes: dict[str, dict], wall: float) -> list[str]:
         sums["total"] += f["total"]
     check = f"{100 * sums['sum'] / sums['total']:.0f} %" if sums["total"] > 0 else "-"
     lines.append("-" * len(head))
-    lines.append(f"{'all nodes':<16}" + "".join(f"{sums[c]:>8.3f}" for c in COLUMNS) +
+    lines.append(f"{'all nodes':<16}" + "".join(f"{sums[c]:>9.3f}" for c in COLUMNS) +
                  f"{sums['sum']:>8.3f}{sums['total']:>8.3f}{check:>9}")
     lines.append(f"wall time per episode: {wall:.3f} s; CPU per episode, all nodes: "
                  f"{sums['total']:.3f} s ({sums['total'] / wall:.2f} cores busy)")
