@@ -161,8 +161,9 @@ def rollout(ckpt, observations, instruction: str = "", seed: int | None = None,
     ``select_action``): reset (and ``torch.manual_seed(seed)``), then per observation
     ``calls_per_observation`` times preprocessor -> ``select_action`` -> postprocessor (after
     a reset if ``reset_each``). Observations are (state [14], image HxWx3 uint8) as the
-    checkpoint reads them (no resizing). ``vlm``: the local stand-in for SMOLVLM (a SmolVLA
-    checkpoint, save_tiny_smolvla). Returns [observations, calls, 14] float64."""
+    checkpoint reads them (no resizing), or (state, {camera: image}) for one reading several
+    cameras (``observation.images.<camera>`` each). ``vlm``: the local stand-in for SMOLVLM
+    (a SmolVLA checkpoint, save_tiny_smolvla). Returns [observations, calls, 14] float64."""
     import numpy as np
     import torch
     from lerobot.configs.policies import PreTrainedConfig
@@ -184,9 +185,13 @@ def rollout(ckpt, observations, instruction: str = "", seed: int | None = None,
         for state, image in observations:
             if reset_each:
                 policy.reset()
-            image = torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).float() / 255
+            images = ({f"observation.images.{cam}": im for cam, im in image.items()}
+                      if isinstance(image, dict) else {image_key: image})
             batch = {"observation.state": torch.tensor(np.asarray(state), dtype=torch.float32)[None],
-                     image_key: image[None], "task": instruction, "robot_type": ""}
+                     "task": instruction, "robot_type": ""}
+            for key, im in images.items():
+                im = torch.from_numpy(np.ascontiguousarray(im)).permute(2, 0, 1).float() / 255
+                batch[key] = im[None]
             out.append([post(policy.select_action(pre(dict(batch))))[0].double().numpy()
                         for _ in range(calls_per_observation)])
     return np.array(out)

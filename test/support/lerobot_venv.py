@@ -49,25 +49,29 @@ def in_lerobot_venv(target: str, *args, timeout: float = 300, **kwargs):
         os.unlink(f.name)
 
 
-def policy_calls(bag_dir: Path, camera: str = "cam_high"):
+def policy_calls(bag_dir: Path, camera: str = "cam_high", cameras: tuple[str, ...] = ()):
     """Each policy call of a recorded episode, in order: (state [14] float64, ``camera``'s
-    image HxWx3 uint8, published chunk [H, 14]). The chunk's stamp echoes its observation's:
-    the joint state and image of that stamp are what the node observed."""
+    image HxWx3 uint8, published chunk [H, 14]); with ``cameras``, the image is a dict
+    {camera: image} of those cameras instead. The chunk's stamp echoes its observation's:
+    the joint state and images of that stamp are what the node observed."""
     from vla_bridge import contract as C
     from vla_bridge.data.lerobot_export import _bag_messages
-    topics = (C.TOPIC_ACTION_CHUNK, C.TOPIC_JOINT_STATES, C.image_topic(camera))
+    names = tuple(cameras) or (camera,)
+    topics = (C.TOPIC_ACTION_CHUNK, C.TOPIC_JOINT_STATES, *map(C.image_topic, names))
     messages = _bag_messages(Path(bag_dir), topics)
-    names = C.ALOHA_PIPER.state_names
+    joints = C.ALOHA_PIPER.state_names
     calls = []
     for stamp, chunk in messages[C.TOPIC_ACTION_CHUNK]:
         states = [m for s, m in messages[C.TOPIC_JOINT_STATES] if s == stamp]
-        images = [m for s, m in messages[C.image_topic(camera)] if s == stamp]
-        assert states and len(images) == 1, f"no observation stamped {stamp}"
+        seen = {}
+        for cam in names:
+            images = [m for s, m in messages[C.image_topic(cam)] if s == stamp]
+            assert states and len(images) == 1, f"no observation stamped {stamp} ({cam})"
+            seen[cam] = np.frombuffer(bytes(images[0].data), np.uint8).reshape(
+                images[0].height, images[0].width, 3).copy()
         index = {n: i for i, n in enumerate(states[-1].name)}
-        state = np.array([states[-1].position[index[n]] for n in names], float)
-        image = np.frombuffer(bytes(images[0].data), np.uint8).reshape(
-            images[0].height, images[0].width, 3)
+        state = np.array([states[-1].position[index[n]] for n in joints], float)
         index = {n: i for i, n in enumerate(chunk.joint_names)}
-        actions = np.array([[p.positions[index[n]] for n in names] for p in chunk.points])
-        calls.append((state, image.copy(), actions))
+        actions = np.array([[p.positions[index[n]] for n in joints] for p in chunk.points])
+        calls.append((state, seen if cameras else seen[camera], actions))
     return calls
