@@ -29,7 +29,7 @@ BENCH_FLAGS = {
     "recording": {"--task", "--episodes"},
     "throughput": {"--per-level"},
     "campaign": {"--per-level", "--rounds"},
-    "cpu": {"--task", "--short", "--long", "--policy", "--record"},
+    "cpu": {"--task", "--short", "--long", "--policy", "--record", "--sim"},
     "multinode": {"--per-level", "--rounds"},
     "sapien": {"--task", "--episodes", "--figure", "--no-graph"},
     "crosssim": {"--scene", "--levels", "--policy", "--output"},
@@ -143,6 +143,8 @@ def _calls(monkeypatch, module: str, *functions: str) -> list:
     (["cpu"], "vla_bridge.perf.cpu", ("cpu", (TASK, 2, 6, ["oracle"], ()), {})),
     (["cpu", "--short", "1", "--long", "3", "--policy", "hold", "--policy", "oracle", "--record"],
      "vla_bridge.perf.cpu", ("cpu", (TASK, 1, 3, ["hold", "oracle"], ("--record", "true")), {})),
+    (["cpu", "--sim", "sapien"], "vla_bridge.perf.cpu",
+     ("cpu", (TASK, 2, 6, ["oracle"], ("--sim", "sapien")), {})),
 ])
 def test_bench_runs_the_benchmark_with_the_old_arguments_and_defaults(argv, module, expected,
                                                                        monkeypatch):

@@ -82,12 +82,15 @@ def _cpu_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", action="append", default=None, metavar="SPEC",
                    help="policy backend spec, once per policy (default: oracle)")
     p.add_argument("--record", action="store_true", help="with record:=true (the recorder node)")
+    p.add_argument("--sim", choices=("mujoco", "sapien"), default="mujoco",
+                   help="the simulator of the sim node (default mujoco)")
 
 
 def _run_cpu(args: argparse.Namespace) -> int:
     from vla_bridge.perf.cpu import cpu
-    return cpu(args.task, args.short, args.long, args.policy or ["oracle"],
-               ("--record", "true") if args.record else ())
+    extra = (("--record", "true") if args.record else ()) + \
+        (("--sim", args.sim) if args.sim != "mujoco" else ())
+    return cpu(args.task, args.short, args.long, args.policy or ["oracle"], extra)
 
 
 def _run_multinode(args: argparse.Namespace) -> int:
