@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from support.cli_process import run_cli
+from support.run_dirs import write_run
 from vla_bridge.reporting.pilot_report import wilson_interval
 from vla_bridge.reporting.common import ReportError
 from vla_bridge.reporting.paired import (cohen_kappa, mcnemar_exact_p,
@@ -226,18 +227,10 @@ def test_one_run_has_no_usable_rows():
 
 # ======================================================================================= CLI
 
-def _write_run(path: Path, rows: list[dict]) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "run.json").write_text(json.dumps({"arguments": {"scene": "scene1"},
-                                               "status": "finished"}))
-    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 @pytest.fixture
 def runs(tmp_path):
     sim, real = _sim_and_real()
-    return _write_run(tmp_path / "sim", sim), _write_run(tmp_path / "real", real)
+    return write_run(tmp_path / "sim", sim), write_run(tmp_path / "real", real)
 
 
 def test_cli_writes_the_pair_report(runs, tmp_path, capsys):
@@ -271,7 +264,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(runs, tmp_path, capsys, case, expe
     from vla_bridge.cli import main
     sim, real = runs
     other = {"missing_dir": tmp_path / "nope", "no_results": tmp_path / "empty",
-             "no_common": _write_run(tmp_path / "other", [_row("task_z", 1, True)])}[case]
+             "no_common": write_run(tmp_path / "other", [_row("task_z", 1, True)])}[case]
     (tmp_path / "empty").mkdir()
     assert main(["report", "--pair", str(sim), str(other)]) == 2
     _one_error_line(capsys, expected)

@@ -11,6 +11,8 @@ import statistics
 
 import pytest
 
+from support.run_dirs import write_run
+
 from vla_bridge.reporting import sim_real
 from vla_bridge.reporting.paired import ONE_POLICY, multi_paired_report, paired_report
 from vla_bridge.reporting.paired_text import format_paired_console, format_paired_markdown
@@ -337,14 +339,6 @@ def test_multi_policy_report():
 
 # ==================================================================================== CLI
 
-def _write_run(path, rows):
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "run.json").write_text(json.dumps({"arguments": {"scene": "scene1"},
-                                               "status": "finished"}))
-    (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 @pytest.fixture
 def policy_runs(tmp_path):
     """Three policies' (sim, real) run directories: 60 sim rounds, the first 30 also real."""
@@ -354,8 +348,8 @@ def policy_runs(tmp_path):
         draws = [_draw(rng, ps, pr) for _ in range(60)]
         sim = [_row("t1", i, bool(f), f"p{k}") for i, (_, f) in enumerate(draws)]
         real = [_row("t1", i, bool(y), f"p{k}") for i, (y, _) in enumerate(draws[:30])]
-        dirs.append((_write_run(tmp_path / f"sim{k}", sim),
-                     _write_run(tmp_path / f"real{k}", real)))
+        dirs.append((write_run(tmp_path / f"sim{k}", sim),
+                     write_run(tmp_path / f"real{k}", real)))
     return dirs
 
 
