@@ -30,13 +30,21 @@ class SimBackend(ABC):
     #: backend (contract.Embodiment; the RoboFollow workcell: the ALOHA-ordered PiPER pair)
     embodiment: contract.Embodiment = contract.ALOHA_PIPER
 
+    #: the scene perturbation axes (`benchmarks.perturbations`) this backend's `reset` applies;
+    #: the image axes the session applies to every backend's images
+    perturbation_axes: frozenset = frozenset()
+
     @abstractmethod
-    def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
+    def reset(self, scene: str, layout: str, seed: int, cue_objects=(),
+              perturbation=None) -> None:
         """Build/restore the scene with the layout's objects jittered by `seed`; arms at home.
 
         `cue_objects`: scene-instantiated visual cues for this episode
         (`benchmarks.vifo.scene_cards.SceneCueObject`, e.g. from `episode_scene_cues`); a backend that
-        cannot show them raises NotImplementedError when any are given."""
+        cannot show them raises NotImplementedError when any are given.
+        `perturbation`: the episode's `perturbations.EpisodePerturbation` (None: none), one of
+        `perturbation_axes` or an image axis (which the backend leaves to the session); the
+        next reset without one restores the unperturbed scene."""
 
     @abstractmethod
     def apply(self, target: np.ndarray) -> None:
@@ -94,8 +102,13 @@ class SimBackend(ABC):
         return PairLimits()
 
     def home_command(self) -> np.ndarray:
-        """The command the arms hold when an episode begins (the RoboFollow home pose)."""
+        """The RoboFollow home pose."""
         return home_command()
+
+    def start_command(self) -> np.ndarray:
+        """The command the arms hold when an episode begins: home, unless the episode's
+        perturbation moved the arms' start (``initial_joints``)."""
+        return self.home_command()
 
     def step_budget(self, scene: str) -> int | None:
         """The scene's own step budget (ticks) when the begin names none (None: only the
@@ -125,3 +138,4 @@ class SimBackend(ABC):
     def outcome(self) -> dict:
         """Fields of the episode's `done` status beyond ticks, calls and reason."""
         return {}
+

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from vla_bridge import contract
+from vla_bridge.benchmarks.perturbations import IMAGE_AXES, check_supported
 from vla_bridge.embodiment.world import Observation
 from vla_bridge.sim_nodes.backend import SimBackend
 
@@ -122,6 +123,7 @@ class SimSession:
         self.charged = None  # charged latency: ms per call, or contract.CHARGED_MEASURED
         self.charged_ms: list[float] = []  # what each call was charged
         self.queue: list[np.ndarray] = []  # charged latency: the last chunk's actions left
+        self.perturbation = None  # the episode's benchmarks.perturbations.EpisodePerturbation
 
     def record_frames(self, fps: int, on_frame) -> None:
         """Call `on_frame()` every 1/fps s of sim time, on the physics clock (FrameSampler);
@@ -129,10 +131,13 @@ class SimSession:
         self.sampler = (FrameSampler(fps, self.backend.physics_dt, on_frame) if fps else None)
 
     def begin(self, scene: str, layout: str, seed: int, budget: Budget | None = None,
-              cue_objects=(), charged=None, task: dict | None = None) -> None:
+              cue_objects=(), charged=None, task: dict | None = None,
+              perturbation=None) -> None:
         """Reset for an episode. ``charged``: None (plain lock-step), a latency in ms per
         policy call (at least one per call of the budget) or contract.CHARGED_MEASURED.
         ``task``: the begin's task, whose goals the backend may watch (`check_watch`).
+        ``perturbation``: the episode's `perturbations.EpisodePerturbation` (None: none); the
+        image axes are applied here to every rendered image, the others by the backend.
         Everything is checked before the reset, so a refused begin leaves the running
         episode as it was (the goals' names in the new scene excepted: they are known only
         once it is loaded)."""
@@ -143,7 +148,10 @@ class SimSession:
             raise ValueError("charged latency needs an episode bounded by policy calls only; "
                              f"this one has a step budget ({max_steps} steps)")
         goals = self.backend.check_watch(task or {})
-        self.backend.reset(scene, layout, seed, cue_objects)
+        check_supported(perturbation, self.backend.perturbation_axes,
+                        f"{type(self.backend).__name__}")
+        self.backend.reset(scene, layout, seed, cue_objects, perturbation=perturbation)
+        self.perturbation = perturbation
         self.backend.watch(goals)
         self.budget = replace(budget, max_steps=max_steps)
         self.charged = charged if charged is None or isinstance(charged, str) else list(charged)
@@ -151,7 +159,7 @@ class SimSession:
         self.queue = []
         self.calls = 0
         self.ticks = 0
-        self.command = self.backend.home_command()
+        self.command = self.backend.start_command()
         self.events = []
         self._awaiting = None
         if self.sampler is not None:
@@ -181,12 +189,23 @@ class SimSession:
         info = self.backend.episode_info()
         if self.budget.max_steps is not None:
             info["max_steps"] = self.budget.max_steps
+        if self.perturbation is not None:
+            info["perturbation"] = self.perturbation.describe()
         return info
+
+    def render(self, camera: str):
+        """The backend's image of ``camera`` with the episode's image perturbation (noise
+        drawn per camera and sim time, so rendering more often changes nothing)."""
+        image = self.backend.render(camera)
+        if self.perturbation is None or self.perturbation.axis not in IMAGE_AXES:
+            return image
+        tick = int(round(self.backend.time * 1e6))
+        return self.perturbation.apply_image(image, self.backend.embodiment.camera_names.index(camera), tick)
 
     def observation(self, images: bool = True, world: bool = True) -> Observation:
         obs = Observation(
             state=self.backend.joint_positions(),
-            images={c: self.backend.render(c) for c in self.cameras} if images else {},
+            images={c: self.render(c) for c in self.cameras} if images else {},
             stamp=self.backend.time,
             world=self.backend.world_state() if world else None,
         )

@@ -31,9 +31,10 @@ lock-step only: `lock_step:=false` or `image_every_tick:=true` is refused at sta
 
 Begin fields it reads: `task` ({"scene", "layout"}, and for LIBERO-VIFO the `goals` to watch
 and `end_on`), `seed`, `max_policy_calls`, `max_actions_per_call`, `max_steps` (default: the
-scene's own budget, if any), `charged_latency_ms`, and the cue fields of a scene-placed cue.
-The `ready` status names the embodiment and carries the backend's episode fields (LIBERO:
-the instruction, which goals held at the start, the step budget); `done` carries the
+scene's own budget, if any), `charged_latency_ms`, the cue fields of a scene-placed cue, and
+`perturbation` ({"axis", "level"}: `benchmarks.perturbations`). The `ready` status names the
+embodiment and carries the backend's episode fields (LIBERO: the instruction, which goals
+held at the start, the step budget) and the perturbation as applied; `done` carries the
 backend's outcome (LIBERO: `success`, per role `goals`, `steps`).
 
 Dense frames (`record_fps` > 0, for datasets): every 1/record_fps s of sim time, on the
@@ -58,6 +59,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
 from vla_bridge import contract as C
+from vla_bridge.benchmarks.perturbations import EpisodePerturbation
 from vla_bridge.ros import messages
 from vla_bridge.ros.episode_control import control_handler, sim_ready_gate
 from vla_bridge.ros.node_config import declare, param
@@ -200,7 +202,8 @@ class SimNode(Node):
                              "time already pays the policy's latency on the wall clock")
         offset = self.now() + 1.0  # a clear gap between episodes on /clock
         self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
-                           cue_objects=self.scene_cues(ctl), charged=charged, task=task)
+                           cue_objects=self.scene_cues(ctl), charged=charged, task=task,
+                           perturbation=EpisodePerturbation.from_begin(ctl))
         self.clock_offset = offset
         self.episode = ctl["episode"]
         self.pending_stamp_ns = None
@@ -294,7 +297,7 @@ class SimNode(Node):
     def publish_images(self, t: float) -> None:
         backend = self.session.backend
         for cam in self.embodiment.camera_names:
-            self.pub_images[cam].publish(messages.image_to_msg(backend.render(cam), t, cam))
+            self.pub_images[cam].publish(messages.image_to_msg(self.session.render(cam), t, cam))
             model = backend.camera_model(cam)
             self.pub_info[cam].publish(messages.camera_info_msg(model.width, model.height,
                                                               model.focal_px, t, cam))
@@ -304,7 +307,7 @@ class SimNode(Node):
         target, with one stamp. Rendering reads the state only, so it changes no result."""
         t, backend = self.now(), self.session.backend
         for cam in self.embodiment.camera_names:
-            self.pub_record[cam].publish(messages.image_to_msg(backend.render(cam), t, cam))
+            self.pub_record[cam].publish(messages.image_to_msg(self.session.render(cam), t, cam))
         self.pub_record_joints.publish(messages.joint_state_msg(self.embodiment.state_names, backend.joint_positions(), t))
         self.pub_record_cmd.publish(messages.joint_state_msg(self.embodiment.action_names, self.session.command, t))
 

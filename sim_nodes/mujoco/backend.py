@@ -17,7 +17,8 @@ from vla_bridge.embodiment.kinematics import GRIPPER_OPENING_M
 from vla_bridge.benchmarks.robofollow.scenes import load_scene, sample_layout
 from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.sim_nodes.backend import SimBackend
-from vla_bridge.embodiment.mjcf import FINGER_TRAVEL, build_mjcf, fixture_size
+from vla_bridge.benchmarks.perturbations import CAMERA, pair_start, quat_multiply
+from vla_bridge.embodiment.mjcf import FINGER_TRAVEL, PERTURB_TEXTURES, build_mjcf, fixture_size
 from vla_bridge.embodiment.workcell import home_command
 from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
 
@@ -38,6 +39,10 @@ def _cue_objects_key(cue_objects) -> tuple:
 
 
 class MujocoBackend(SimBackend):
+    #: scene axes this backend applies at reset (benchmarks.perturbations)
+    perturbation_axes = frozenset({"camera", "lighting", "texture", "initial_joints",
+                                   "object_jitter"})
+
     def __init__(self, control_period: float = 0.06, width: int = ALOHA.image_size[0],
                  height: int = ALOHA.image_size[1], timestep: float = 0.004,
                  settle_seconds: float = 0.3):
@@ -49,6 +54,7 @@ class MujocoBackend(SimBackend):
         self._model_key: tuple | None = None
         self.model = self.data = self._renderer = None
         self._t0 = 0.0
+        self._start = home_command()  # the command held at the start (initial_joints moves it)
 
     # ------------------------------------------------------------------ model building
     def _build(self, objects, fixtures, spawn: dict[str, np.ndarray], cue_objects=()) -> None:
@@ -59,6 +65,13 @@ class MujocoBackend(SimBackend):
         self._object_specs = list(objects)
         self._fixture_specs = list(fixtures)
         self._index_model()
+        m = self.model  # what a perturbation changes, as compiled (the next reset restores it)
+        self._unperturbed = {"cam_pos": m.cam_pos.copy(), "cam_quat": m.cam_quat.copy(),
+                             "light_pos": m.light_pos.copy(),
+                             "light_diffuse": m.light_diffuse.copy(),
+                             "headlight": (m.vis.headlight.ambient.copy(),
+                                           m.vis.headlight.diffuse.copy()),
+                             "geom_matid": m.geom_matid.copy()}
         if self._renderer is not None:
             self._renderer.close()
         self._renderer = None
@@ -85,9 +98,15 @@ class MujocoBackend(SimBackend):
                                       "box" if obj.shape == "cube" else obj.shape)
 
     # ------------------------------------------------------------------ protocol
-    def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
+    def reset(self, scene: str, layout: str, seed: int, cue_objects=(),
+              perturbation=None) -> None:
         spec = load_scene(scene)
         spawn = sample_layout(spec, layout, seed)
+        axis = perturbation.axis if perturbation is not None else None
+        if axis == "object_jitter":  # the layout's objects only (fixtures stay as laid out)
+            names = [o.name for o in spec.layout_objects(layout)]
+            for name, (dx, dy) in perturbation.object_offsets(names).items():
+                spawn[name] = np.asarray(spawn[name], float) + (dx, dy, 0.0)
         objects = spec.layout_objects(layout)
         fixtures = [spec.fixtures[name] for name in spawn if name in spec.fixtures]
         model_key = (scene, tuple(o.name for o in objects), tuple(f.name for f in fixtures),
@@ -103,13 +122,43 @@ class MujocoBackend(SimBackend):
                 continue
             d.qpos[qadr:qadr + 3] = spawn[name]
             d.qpos[qadr + 3:qadr + 7] = (1.0, 0.0, 0.0, 0.0)
-        home = home_command()
-        self._set_joint_positions(home)
-        self.apply(home)
+        self._perturb_model(perturbation)
+        self._start = start = pair_start(home_command(), perturbation)
+        self._set_joint_positions(start)
+        self.apply(start)
         mujoco.mj_forward(m, d)
         for _ in range(self.settle_steps):  # let objects come to rest before frame 0
             mujoco.mj_step(m, d)
         self._t0 = d.time
+
+    def start_command(self) -> np.ndarray:
+        return self._start.copy()
+
+    def _perturb_model(self, perturbation) -> None:
+        """Restore what the last episode's perturbation changed, then apply this one's camera,
+        lighting or texture (benchmarks.perturbations)."""
+        m, base = self.model, self._unperturbed
+        m.cam_pos[:], m.cam_quat[:] = base["cam_pos"], base["cam_quat"]
+        m.light_pos[:], m.light_diffuse[:] = base["light_pos"], base["light_diffuse"]
+        m.vis.headlight.ambient[:], m.vis.headlight.diffuse[:] = base["headlight"]
+        m.geom_matid[:] = base["geom_matid"]
+        axis = perturbation.axis if perturbation is not None else None
+        if axis == "camera":
+            cam = m.camera(CAMERA).id
+            shift, turn = perturbation.camera_offset()
+            m.cam_pos[cam] = base["cam_pos"][cam] + shift
+            m.cam_quat[cam] = quat_multiply(turn, base["cam_quat"][cam])
+        elif axis == "lighting":
+            gain, shift = perturbation.light_change()
+            m.light_pos[:] = base["light_pos"] + shift
+            m.light_diffuse[:] = np.clip(base["light_diffuse"] * gain, 0.0, 1.0)
+            ambient, diffuse = base["headlight"]
+            m.vis.headlight.ambient[:] = np.clip(ambient * gain, 0.0, 1.0)
+            m.vis.headlight.diffuse[:] = np.clip(diffuse * gain, 0.0, 1.0)
+        elif axis == "texture":
+            for surface in perturbation.texture_surfaces():
+                name = PERTURB_TEXTURES[perturbation.texture_choice(surface, len(PERTURB_TEXTURES))][0]
+                m.geom_matid[m.geom(surface).id] = m.material(name).id
 
     def pose(self, world: WorldState, joints=None) -> None:
         """Put the scene in a given state without simulating: the free objects of ``world``

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from vla_bridge import contract
+from vla_bridge.benchmarks.perturbations import pair_start
 from vla_bridge.benchmarks.robofollow.scenes import load_scene, sample_layout
 from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.embodiment.kinematics import GRIPPER_OPENING_M, PiperKinematics
@@ -60,6 +61,10 @@ def _release_render_scene(render: SM.RenderScene) -> None:
 
 
 class SapienBackend(SimBackend):
+    #: scene axes this backend applies at reset (benchmarks.perturbations); camera, lighting
+    #: and texture would change the kept render scene, which is not done yet
+    perturbation_axes = frozenset({"initial_joints", "object_jitter"})
+
     def __init__(self, control_period: float = 0.06, width: int = ALOHA.image_size[0],
                  height: int = ALOHA.image_size[1], timestep: float = 0.004,
                  settle_seconds: float = 0.3):
@@ -75,15 +80,21 @@ class SapienBackend(SimBackend):
         self._bodies: dict = {}  # name -> (entity, world-state size, rgba, shape)
         self._steps = 0
         self._render_stale = True
+        self._start = home_command()
 
     # ------------------------------------------------------------------ protocol
-    def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
+    def reset(self, scene: str, layout: str, seed: int, cue_objects=(),
+              perturbation=None) -> None:
         if cue_objects:
             raise NotImplementedError("the SAPIEN backend does not build scene cue cards "
                                       "(cue_placement:=scene); use sim:=mujoco for them")
         spec = load_scene(scene)
         spawn = sample_layout(spec, layout, seed)
         objects = spec.layout_objects(layout)
+        axis = perturbation.axis if perturbation is not None else None
+        if axis == "object_jitter":  # as MujocoBackend: the layout's objects, not fixtures
+            for name, (dx, dy) in perturbation.object_offsets([o.name for o in objects]).items():
+                spawn[name] = np.asarray(spawn[name], float) + (dx, dy, 0.0)
         fixtures = [spec.fixtures[name] for name in spawn if name in spec.fixtures]
         self.scene, self._arms, entities = SM.build_physics(self.timestep, objects, fixtures,
                                                              spawn)
@@ -100,13 +111,16 @@ class SapienBackend(SimBackend):
             self._bodies[obj.name] = (entities[obj.name], np.asarray(obj.full_size, float),
                                       np.append(obj.rgb, 1.0),
                                       "box" if obj.shape == "cube" else obj.shape)
-        home = home_command()
-        self._set_joint_positions(home)
-        self.apply(home)
+        self._start = pair_start(home_command(), perturbation)
+        self._set_joint_positions(self._start)
+        self.apply(self._start)
         for _ in range(self.settle_steps):  # let objects come to rest before frame 0
             self.scene.step()
         self._steps = 0
         self._render_stale = True
+
+    def start_command(self) -> np.ndarray:
+        return self._start.copy()
 
     def _set_joint_positions(self, q: np.ndarray) -> None:
         for i, arm in enumerate(contract.ARMS):

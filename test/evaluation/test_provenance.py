@@ -48,7 +48,7 @@ def test_run_json_records_the_provenance_and_every_row_names_the_policy(session,
         "execution": {"empty_language": False, "chunk_size": 50, "action_horizon": 50,
                       "temporal_ensemble": False, "async_inference": False,
                       "image_source": "raw", "lock_step": True},
-        "git_commit": head_commit()}
+        "perturbation": None, "git_commit": head_commit()}
     assert run_json(tmp_path)["versions"]["vla_bridge"]
     assert [r["policy"] for r in results(tmp_path)] == ["oracle", "oracle"]
 
@@ -124,6 +124,7 @@ def test_the_launch_arguments_tell_the_evaluator_the_policy_and_the_hardware():
     ({"hardware": "fake_piper"}, "hardware 'sim' -> 'fake_piper'"),
     ({"latency": "charged", "latency_ms": "100"},
      "latency None -> {'mode': 'charged', 'latency_ms': '100'}"),
+    ({"perturb": "camera:2"}, "perturbation None -> 'camera:2'"),
 ])
 def test_a_resume_with_other_settings_is_refused_naming_them(session, tmp_path, changed, message):
     first, _, _, _ = make_run(session, tmp_path)

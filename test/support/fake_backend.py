@@ -15,7 +15,7 @@ class FakeBackend(SimBackend):
     def __init__(self):
         self.q, self.t, self.applied = home_command(), 0.0, []
 
-    def reset(self, scene, layout, seed, cue_objects=()):
+    def reset(self, scene, layout, seed, cue_objects=(), perturbation=None):
         self.q, self.t, self.applied = home_command(), 0.0, []
 
     def apply(self, target):

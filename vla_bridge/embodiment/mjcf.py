@@ -180,6 +180,19 @@ def _cue_tent_geoms(name: str, half, tent_deg: float, mass: float | None) -> str
                         back_q, m))
 
 
+#: the surface textures the texture perturbation axis picks from (benchmarks.perturbations):
+#: (material name, texture attributes, texrepeat). No geom uses them unperturbed, so they
+#: change no image of an unperturbed episode.
+PERTURB_TEXTURES = (
+    ("perturb_checker", 'builtin="checker" rgb1="0.82 0.82 0.8" rgb2="0.25 0.25 0.28"', "8 8"),
+    ("perturb_grain", 'builtin="flat" mark="random" random="0.25" rgb1="0.42 0.28 0.17" '
+                      'markrgb="0.66 0.5 0.34"', "2 2"),
+    ("perturb_gradient", 'builtin="gradient" rgb1="0.25 0.4 0.65" rgb2="0.05 0.1 0.2"', "1 1"),
+    ("perturb_speckle", 'builtin="flat" mark="random" random="0.4" rgb1="0.75 0.75 0.72" '
+                        'markrgb="0.1 0.1 0.1"', "4 4"),
+)
+
+
 def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] | None = None,
                timestep: float = 0.002, fixtures=(), cue_objects=None) -> str:
     """Full MJCF: floor, table, both arms, fixtures (bowls, labels) and the scene objects at
@@ -233,6 +246,7 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
   <texture name="grid" type="2d" builtin="checker" width="256" height="256" rgb1="0.35 0.37 0.4" rgb2="0.3 0.32 0.35"/>
   <material name="floor" texture="grid" texrepeat="8 8"/>
   <material name="table" rgba="0.62 0.5 0.38 1"/>
+  {"".join(f'<texture name="{n}" type="2d" width="128" height="128" {attrs}/><material name="{n}" texture="{n}" texrepeat="{rep}" texuniform="true"/>' for n, attrs, rep in PERTURB_TEXTURES)}
   {"".join(cue_assets)}
 </asset>
 <worldbody>

@@ -50,7 +50,7 @@ from vla_bridge.evaluation.bag_watch import BagWatch
 from vla_bridge.evaluation.benchmark import (DEFAULT_BENCHMARK, Benchmark, EpisodeOutcome,
                                              EpisodePlan)
 from vla_bridge.evaluation.node_watch import NodeWatch
-from vla_bridge.evaluation.provenance import resume_differences
+from vla_bridge.evaluation.provenance import perturbation_of, resume_differences
 from vla_bridge.evaluation.run_dir import (RunDirectory, call_latency, completion_status,
                                            trial_key)
 from vla_bridge.ros.node_config import param
@@ -73,6 +73,8 @@ class EngineConfig:
                                 "(record:=true, evaluation.bag_watch)")
     policy: str = param("oracle", "provenance (run.json): the policy node's backend spec, set "
                                   "by the policy launch argument")
+    perturb: str = param("", "a perturbation axis and level, AXIS:LEVEL (e.g. camera:2; "
+                             "benchmarks.perturbations); '' = none")
 
 
 SPIN_S = 0.05  # how long one Graph.spin() waits for a message
@@ -451,7 +453,7 @@ class SuiteRun:
         is missing from results.jsonl)."""
         trials = self.benchmark.plan()
         run_dir = RunDirectory(self.p["output"], log=self.log)
-        provenance = self.benchmark.provenance()
+        provenance = {**self.benchmark.provenance(), "perturbation": perturbation_of(self.p)}
         if self.p["resume"]:
             self.check_resume(run_dir, provenance)
         todo = run_dir.start(dict(self.p), trials, resume=bool(self.p["resume"]),

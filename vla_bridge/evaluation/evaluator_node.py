@@ -29,6 +29,7 @@ from vla_bridge.evaluation.benchmark import DEFAULT_BENCHMARK, benchmark_class
 from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.evaluation.episodes import (SPIN_S, EngineConfig, GraphBroken,
                                             LatencyCollector, Subscriber, SuiteRun)
+from vla_bridge.evaluation.perturbation import PerturbationHook
 from vla_bridge.evaluation.run_dir import RunDirectory, RunDirError
 
 ALOHA = C.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
@@ -77,12 +78,14 @@ class EvaluatorNode(Node):
                                  q(C.QOS_EVENTS))
 
     def make_hooks(self) -> list[Subscriber]:
-        """The benchmark's subscribers: its cue overlay and, on RoboFollow, charged latency."""
+        """The benchmark's subscribers: its cue overlay, on RoboFollow charged latency, and
+        the perturbation axis (both)."""
+        perturb = PerturbationHook(self.p["perturb"])  # ValueError: a bad --perturb
         if self.benchmark.name == "libero":
-            return [LiberoOverlayHook(self, self.benchmark)]
+            return [LiberoOverlayHook(self, self.benchmark), perturb]
         latency = charged_latency.from_params(self.p)  # None: off; ValueError: a bad value
         return [CueOverlayHook(self, self.benchmark.cues, self.p["cue_render_ghosts"]),
-                *([latency] if latency else [])]
+                *([latency] if latency else []), perturb]
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, msg: String) -> None:

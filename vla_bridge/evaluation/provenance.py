@@ -20,6 +20,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+from vla_bridge.benchmarks import perturbations
 from vla_bridge.policy_nodes.registry import parse_spec
 
 #: policy spec arguments that name local weights or recordings (``torch?checkpoint=DIR``,
@@ -27,7 +28,7 @@ from vla_bridge.policy_nodes.registry import parse_spec
 CHECKPOINT_ARGS = ("checkpoint", "path")
 #: the fields a resume must keep (they change what an episode means)
 RESUME_FIELDS = ("policy", "checkpoint", "hardware", "cue", "base_seed", "budget", "latency",
-                 "execution")
+                 "execution", "perturbation")
 #: the ``execution`` settings (evaluator parameters the launch arguments also give the policy
 #: or sim node) and their types: what the policy is told and sees and how its chunks run
 EXECUTION_TYPES = {"empty_language": bool, "chunk_size": int, "action_horizon": int,
@@ -161,6 +162,13 @@ def _short(name: str, value) -> str:
     return repr(value)
 
 
+def perturbation_of(params: dict) -> str | None:
+    """The provenance's ``perturbation``: the run's ``AXIS:LEVEL`` (``--perturb``), None when
+    unperturbed; ValueError on a malformed one."""
+    p = perturbations.parse(str(params.get("perturb") or ""))
+    return p.spec if p else None
+
+
 def resume_differences(old: dict | None, new: dict, rows=()) -> list[str]:
     """What differs between a run directory's recorded provenance ``old`` and this run's
     ``new`` (each "name: old -> new"); also a results row naming another policy. A field
@@ -199,6 +207,8 @@ def describe(provenance: dict | None) -> str:
                                                              "placement") if cue.get(k)))
     if p.get("latency"):
         parts.append(f"charged latency {p['latency'].get('latency_ms')}")
+    if p.get("perturbation"):
+        parts.append(f"perturbed {p['perturbation']}")
     parts.append(f"base seed {p.get('base_seed', '?')}")
     if budget:
         parts.append(f"budget {budget.get('max_policy_calls')} calls x "

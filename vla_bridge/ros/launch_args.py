@@ -119,6 +119,14 @@ RECORDER = NodeSpec("recorder_node", "vla_bridge.data.recorder_node", "recorder_
 RECORD_ARG = LaunchArg("record", "false",
                        "write one rosbag2 bag (MCAP) per episode into <output>/bags/",
                        type="bool", sets=("evaluator_node.record",))
+# Perturbation axes of our own (benchmarks.perturbations), the same in both sim graphs: the
+# evaluator sends the axis and level in every begin, the sim applies them (a real pilot
+# gets the axis as an operator card: `vla-bridge perturb card`).
+PERTURB_ARG = LaunchArg("perturb", "",
+                        "a perturbation axis and level, AXIS:LEVEL: camera, lighting (1-4), "
+                        "texture (1-2), image_noise, image_blur, initial_joints, object_jitter "
+                        "(1-4); '' = none (docs/perturbations.md)",
+                        sets=("evaluator_node.perturb",))
 # Watching a run live, the same in both graphs: viewer:=foxglove serves the graph's topics to
 # the Foxglove app over its WebSocket protocol (data/viewer_node.py).
 VIEWER = NodeSpec("viewer_node", "vla_bridge.data.viewer_node", "viewer_node",
@@ -152,6 +160,7 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "run directory (results, summary, report); created with missing parents",
                   sets=("evaluator_node.output", "recorder_node.output")),
         RECORD_ARG,
+        PERTURB_ARG,
         *VIEWER_ARGS,
         LaunchArg("record_fps", "0",
                   "dense frames for datasets on /vla_bridge/record/*: every camera, the joints "
@@ -250,6 +259,7 @@ LIBERO_SIM = GraphSpec(
         LaunchArg("output", "runs/libero", "run directory (results, summary, report)",
                   sets=("evaluator_node.output", "recorder_node.output")),
         RECORD_ARG,
+        PERTURB_ARG,
         *VIEWER_ARGS,
         LaunchArg("resume", "true", "skip episodes already in the output's results.jsonl",
                   type="bool", sets=("evaluator_node.resume",)),

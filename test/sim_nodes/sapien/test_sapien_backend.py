@@ -144,3 +144,25 @@ def test_grasps_hold_the_blocks(backend, task_id):
                                   episode_seed(task.id, 1), images=False)
     assert score.complete and score.intent_score == 1.0 and score.exec_score == 1.0, [
         s.reason for s in score.stages]
+
+
+def test_initial_joints_and_object_jitter_as_in_mujoco(backend):
+    """SAPIEN applies the two pose axes with the same draws and start rule as MuJoCo (both use
+    perturbations.pair_start / object_offsets); it refuses the appearance axes."""
+    from vla_bridge.benchmarks.perturbations import EpisodePerturbation, Perturbation, pair_start
+
+    backend.reset("scene1", "default", 42)
+    base = backend.world_state().objects
+    p = EpisodePerturbation(Perturbation("initial_joints", 3), 42)
+    backend.reset("scene1", "default", 42, perturbation=p)
+    start = pair_start(home_command(), p)
+    np.testing.assert_allclose(backend.start_command(), start)
+    np.testing.assert_allclose(backend.joint_positions(), start, atol=0.02)
+    p = EpisodePerturbation(Perturbation("object_jitter", 3), 42)
+    backend.reset("scene1", "default", 42, perturbation=p)
+    moved = backend.world_state().objects
+    names = [o.name for o in load_scene("scene1").layout_objects("default")]
+    for name, off in p.object_offsets(names).items():
+        np.testing.assert_allclose(moved[name].pos[:2] - base[name].pos[:2], off, atol=3e-3)
+    np.testing.assert_allclose(backend.start_command(), home_command())
+    assert backend.perturbation_axes == {"initial_joints", "object_jitter"}
