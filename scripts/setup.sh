@@ -361,7 +361,17 @@ export_environment() {
     export PATH="$VENV/bin:$PATH"
 }
 
+check_disk() {  # a first set-up needs ~12 GB (.venv 2.7, .venv-libero 2.3, .venv-lerobot 6)
+    local free_gb
+    free_gb=$(df -Pk "$REPO" 2>/dev/null | awk 'NR == 2 {print int($4 / 1048576)}') || return 0
+    if [ -n "$free_gb" ] && [ "$free_gb" -lt 15 ]; then
+        log "warning: only ${free_gb} GB free on the disk of $REPO; a first set-up with LIBERO" \
+            "and LeRobot takes about 12 GB and may fail with 'No space left on device'"
+    fi
+}
+
 setup() {
+    check_disk
     # Serialise concurrent set-ups of the same checkout (pip into one venv at once breaks it).
     if command -v flock >/dev/null 2>&1; then
         exec 9>"/tmp/vla_bridge_setup_$(echo "$REPO" | sha256sum | cut -c1-12).lock"
