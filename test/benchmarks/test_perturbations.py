@@ -61,6 +61,8 @@ def test_draws_repeat_for_the_same_seed_and_differ_between_axes():
     alone = ep("object_jitter", 2).object_offsets(["red"])
     np.testing.assert_array_equal(alone["red"], a["red"])
     assert not np.allclose(a["red"], a["blue"])
+    blocks = ep("object_jitter", 2).object_offsets(["yellow_block_1", "yellow_block_2"])
+    assert not np.allclose(blocks["yellow_block_1"], blocks["yellow_block_2"])  # whole name
     for name, off in a.items():
         assert 0.5 * 2 * P.OBJECT_SHIFT_M - 1e-12 <= np.linalg.norm(off) <= 2 * P.OBJECT_SHIFT_M
     assert not np.allclose(ep("initial_joints", 1).joint_offsets(3),

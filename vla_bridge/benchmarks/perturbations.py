@@ -32,6 +32,7 @@ has). The sim's ``ready`` reports what it applied (``describe()``), which the ro
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,8 +191,7 @@ class EpisodePerturbation:
         up to 1 cm per level (by name, so adding an object changes no other's)."""
         out = {}
         for name in sorted(names):
-            rng = self.rng(int.from_bytes(name.encode()[:8].ljust(8, b"\0"), "little"),
-                           len(name))
+            rng = self.rng(zlib.crc32(name.encode()))
             angle, radius = rng.uniform(0, 2 * np.pi), np.sqrt(rng.uniform(0.25, 1.0))
             out[name] = (np.array([np.cos(angle), np.sin(angle)]) * radius
                          * OBJECT_SHIFT_M * self.level)

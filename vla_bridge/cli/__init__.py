@@ -58,6 +58,10 @@ _register_module("params", "a node's parameters (name, type, default, help) from
 _register_module("campaign", "shard a run's trials over Ray workers, each with its own node "
                              "graph (local Ray on demand, or --ray-address)")
 _register_module("tasks", "list, filter and dry-run the RoboFollow evaluation suites")
+_register_module("sweep", "run one graph at every level of a perturbation axis (a run per "
+                         "level), then success per level with 95% intervals: sweep.json/md/png")
+_register_module("perturb", "the perturbation axes (list) and, for a real pilot, the operator's "
+                            "card of one axis, level and seed (card)")
 # real trials
 _register_module("doctor", "pre-flight checks of the arms (CAN, firmware, limits, mode, rates, "
                            "e-stop), cameras and table calibration; --fake: on the emulator")
