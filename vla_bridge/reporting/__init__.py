@@ -15,7 +15,9 @@ From ``results.jsonl`` (one row per episode) it computes, per scene/level and ov
 * replay videos of saved episodes, raw or as the policy saw them under a visual cue
   (``videos``; captions and H.264 encoding in ``video_io``, the idle tail cut by ``idle``);
 * a pilot's operator-scored report (pilot_report.md, ``pilot_report``) when the run
-  directory has one; ``operator_console``: the operator's side of real pilot trials.
+  directory has one; ``operator_console``: the operator's side of real pilot trials;
+* a perturbation sweep's success per level with Wilson intervals, its table and plot
+  (``sweep``: sweep.json, sweep.md, sweep.png of `vla-bridge sweep`).
 
 ``build`` puts it together (``build_report``, ``write_report``), ``markdown`` writes it as
 text, ``html`` as one self-contained page (report.md's content with the plots, videos and cue
