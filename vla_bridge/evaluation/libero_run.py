@@ -131,6 +131,11 @@ class LiberoRun(Benchmark):
             begin["max_steps"] = max_steps
         return EpisodePlan(ct.language, begin, self.cue_of(ct))
 
+    def perturbation_seed(self, ct: vifo.LiberoCueTrial) -> int:
+        """The task's seed plus the initial state: openpi's seeding gives every initial state
+        of a task the same episode seed, which would give them one perturbation draw."""
+        return ct.trial.seed + ct.trial.init
+
     def _row(self, ct: vifo.LiberoCueTrial, plan: EpisodePlan) -> dict:
         trial = ct.trial
         return {"key": ct.key, "episode": ct.key, "suite": trial.suite,

@@ -13,12 +13,22 @@ from vla_bridge.evaluation.episodes import Subscriber
 
 
 class PerturbationHook(Subscriber):
-    def __init__(self, spec: str):
+    """``seed_of(trial)``: the trial's perturbation seed, or None for the begin's episode seed
+    (`Benchmark.perturbation_seed`)."""
+
+    def __init__(self, spec: str, seed_of=lambda trial: None):
         self.perturbation = perturbations.parse(spec)  # ValueError: a bad --perturb
+        self.seed_of = seed_of
         self.applied: dict | None = None
 
     def begin_fields(self, trial) -> dict:
-        return {"perturbation": self.perturbation.to_dict()} if self.perturbation else {}
+        if self.perturbation is None:
+            return {}
+        value = self.perturbation.to_dict()
+        seed = self.seed_of(trial)
+        if seed is not None:
+            value["seed"] = int(seed)
+        return {"perturbation": value}
 
     def on_episode_start(self, trial, cue) -> None:
         self.applied = None
