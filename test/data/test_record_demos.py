@@ -155,3 +155,25 @@ def test_teleop_demos_record_and_export_to_lerobot(tmp_path):
         assert a[:, 6].min() < 0.2 and a[0, 6] > 0.9  # ...and closed the open gripper
         assert np.abs(s[:, :6] - a[:, :6]).mean() < 0.05  # the follower followed
         assert np.abs(s[-1] - a[-1]).max() < 0.02  # and arrived
+
+
+class _BrokenGraph:
+    """A demo graph that refuses every start (what a loaded machine's slow graph looked like:
+    the start failed, the save found no episode, and the scripted run still exited 0)."""
+
+    def problem(self) -> str:
+        return "the PiPER node is not up"
+
+
+@pytest.mark.parametrize("strict, code", [(True, 1), (False, 0)])
+def test_scripted_keys_that_fail_give_exit_status_1(tmp_path, strict, code):
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite
+    from vla_bridge.data.teleop import DemoSession, DemoSettings
+
+    lines = []
+    session = DemoSession(_BrokenGraph(), DemoSettings(output=tmp_path / "run"),
+                          load_suite().get(TASK), echo=lines.append)
+    assert session.run(scripted(["s", "k", "q"]), strict=strict) == code
+    assert session.errors == 2 and not (tmp_path / "run" / "results.jsonl").exists()
+    assert sum("error:" in line for line in lines) == 2
+    assert any("2 scripted input(s) failed" in line for line in lines) == strict

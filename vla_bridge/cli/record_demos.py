@@ -14,8 +14,8 @@ DIR). ``--use_fake_hardware true`` runs it on the firmware emulator with synthet
 a fake leader per arm plays the oracle's plan of the task. ``--attach`` runs no graph and
 joins one already running on this ROS_DOMAIN_ID (e.g. started with ros2 launch); node
 output goes to DIR/teleop_graph.log. Errors are one line on stderr: exit 2 for bad
-arguments (an unknown task), 1 when the graph cannot start; 130 after Ctrl-C (the episode
-in progress is discarded; saved ones stay).
+arguments (an unknown task), 1 when the graph cannot start or a scripted key (--keys) failed;
+130 after Ctrl-C (the episode in progress is discarded; saved ones stay).
 """
 from __future__ import annotations
 
@@ -159,7 +159,7 @@ def _console(args, task, settings, graph) -> int:
                                 + ("" if graph is None else f" (see {graph.log_path})"))
             time.sleep(0.1)
         session = DemoSession(node, settings, task, args.instruction, echo=print)
-        return session.run(_reader(args.keys))
+        return session.run(_reader(args.keys), strict=args.keys is not None)
     finally:
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()

@@ -124,9 +124,20 @@ class DemoSession:
         self.started_at = 0.0
         self.plan_ends_at = 0.0  # fake hardware: when the leaders' plan has played
         self.saved: list[dict] = []  # rows written by this session
+        self.errors = 0  # inputs that failed (said in one line each)
 
     # ------------------------------------------------------------------ the console
-    def run(self, read: Callable[[str], str]) -> int:
+    def run(self, read: Callable[[str], str], strict: bool = False) -> int:
+        """The console until quit, end of input (0) or Ctrl-C (130). ``strict`` (scripted
+        keys): any input that failed makes the exit status 1, so a script that saved less
+        than it asked for does not pass for done."""
+        code = self._run(read)
+        if strict and code == 0 and self.errors:
+            self.say(f"{self.errors} scripted input(s) failed (said above): exit status 1")
+            return 1
+        return code
+
+    def _run(self, read: Callable[[str], str]) -> int:
         self._open_run_dir()
         self.say(f"task {self.task.id}: {self.instruction!r}; {HELP}")
         try:
@@ -173,6 +184,7 @@ class DemoSession:
             else:
                 self.say(HELP)
         except DemoError as exc:
+            self.errors += 1
             self.say(f"error: {exc}")
         return True
 
