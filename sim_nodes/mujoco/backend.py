@@ -18,6 +18,7 @@ from vla_bridge.benchmarks.robofollow.scenes import load_scene, sample_layout
 from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.sim_nodes.backend import SimBackend
 from vla_bridge.benchmarks.perturbations import CAMERA, pair_start, quat_multiply
+from vla_bridge.embodiment import libero_assets
 from vla_bridge.embodiment.mjcf import FINGER_TRAVEL, PERTURB_TEXTURES, build_mjcf, fixture_size
 from vla_bridge.embodiment.workcell import home_command
 from vla_bridge.embodiment.world import ObjectState, TcpState, WorldState
@@ -26,6 +27,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco  # noqa: E402  (MUJOCO_GL must be set before the import)
 
 ALOHA = contract.ALOHA_PIPER  # the PiPER pair's names, cameras and image size
+
+DISTRACTOR_RGBA = np.array([0.6, 0.6, 0.6, 1.0])  # their world-state colour: neutral, no task's
 
 SHAPE_NAMES = {mujoco.mjtGeom.mjGEOM_BOX: "box", mujoco.mjtGeom.mjGEOM_SPHERE: "sphere",
                mujoco.mjtGeom.mjGEOM_CYLINDER: "cylinder"}
@@ -41,7 +44,7 @@ def _cue_objects_key(cue_objects) -> tuple:
 class MujocoBackend(SimBackend):
     #: scene axes this backend applies at reset (benchmarks.perturbations)
     perturbation_axes = frozenset({"camera", "lighting", "texture", "initial_joints",
-                                   "object_jitter"})
+                                   "object_jitter", "distractors"})
 
     def __init__(self, control_period: float = 0.06, width: int = ALOHA.image_size[0],
                  height: int = ALOHA.image_size[1], timestep: float = 0.004,
@@ -57,9 +60,13 @@ class MujocoBackend(SimBackend):
         self._start = home_command()  # the command held at the start (initial_joints moves it)
 
     # ------------------------------------------------------------------ model building
-    def _build(self, objects, fixtures, spawn: dict[str, np.ndarray], cue_objects=()) -> None:
+    def _build(self, objects, fixtures, spawn: dict[str, np.ndarray], cue_objects=(),
+               distractors=()) -> None:
+        """Compile the scene; ``distractors``: [(body name, LiberoAsset)] (``_distractors``)."""
+        extra = [asset.mjcf(name, spawn[name]) for name, asset in distractors]
         xml = build_mjcf(objects, spawn, timestep=self.timestep, fixtures=fixtures,
-                         cue_objects=cue_objects)
+                         cue_objects=cue_objects, extra_bodies=extra)
+        self._distractor_specs = list(distractors)
         self.model = mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         self._object_specs = list(objects)
@@ -96,6 +103,9 @@ class MujocoBackend(SimBackend):
             self._bodies[obj.name] = (m.body(obj.name).id, m.jnt_qposadr[m.joint(obj.name).id],
                                       np.asarray(obj.full_size, float), np.append(obj.rgb, 1.0),
                                       "box" if obj.shape == "cube" else obj.shape)
+        for name, asset in self._distractor_specs:
+            self._bodies[name] = (m.body(name).id, m.jnt_qposadr[m.joint(name).id],
+                                  asset.size.copy(), DISTRACTOR_RGBA.copy(), "box")
 
     # ------------------------------------------------------------------ protocol
     def reset(self, scene: str, layout: str, seed: int, cue_objects=(),
@@ -107,12 +117,18 @@ class MujocoBackend(SimBackend):
             names = [o.name for o in spec.layout_objects(layout)]
             for name, (dx, dy) in perturbation.object_offsets(names).items():
                 spawn[name] = np.asarray(spawn[name], float) + (dx, dy, 0.0)
+        distractors = []  # [(body name, LiberoAsset)]: LiberoAssetsMissing before anything resets
+        if axis == "distractors":
+            for name, (x, y) in perturbation.distractors(spec, layout):
+                asset = libero_assets.load_asset(name)
+                distractors.append((f"distractor_{name}", asset))
+                spawn[f"distractor_{name}"] = np.array([x, y, asset.rest_z(spec.table_z)])
         objects = spec.layout_objects(layout)
         fixtures = [spec.fixtures[name] for name in spawn if name in spec.fixtures]
         model_key = (scene, tuple(o.name for o in objects), tuple(f.name for f in fixtures),
-                     _cue_objects_key(cue_objects))
-        if model_key != self._model_key:  # one compiled model per scene body set (+ cue cards)
-            self._build(objects, fixtures, spawn, cue_objects)
+                     _cue_objects_key(cue_objects), tuple(name for name, _ in distractors))
+        if model_key != self._model_key:  # one compiled model per scene body set (+ cue cards,
+            self._build(objects, fixtures, spawn, cue_objects, distractors)  # + distractors)
             self._model_key = model_key
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)

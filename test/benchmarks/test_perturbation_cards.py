@@ -120,6 +120,9 @@ def test_image_axes_are_software_and_say_the_real_graph_lacks_them(axis):
 
 @pytest.mark.parametrize("axis", sorted(AXES))
 def test_same_seed_same_card_another_seed_another(axis):
+    from vla_bridge.embodiment import libero_assets
+    if axis == "distractors" and not libero_assets.available():
+        pytest.skip("the distractors' card needs LIBERO's assets (bash scripts/setup.sh libero)")
     spec = f"{axis}:2"
     assert _card(spec, 7) == _card(spec, 7)
     assert cards.card_text(_card(spec, 7)) == cards.card_text(_card(spec, 7))

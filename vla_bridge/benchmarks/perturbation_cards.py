@@ -17,6 +17,10 @@ robot's right, +y away from the robot, +z up.
   (``perturbations.pair_start``, the one rule of both);
 * ``object_jitter``: move each object of the scene's layout by its drawn x/y offset from its
   card (nominal) position;
+* ``distractors``: place the drawn LIBERO objects (by their LIBERO names) at the drawn (x, y)
+  on the table (the centre of each object's footprint), the scene itself as usual
+  (``EpisodePerturbation.distractors``: the sim's draw; it needs LIBERO's assets installed,
+  for the objects' footprints);
 * ``image_noise`` / ``image_blur``: software axes the sim session applies to the camera
   images; the real graph does not apply them yet, so there is nothing for the operator to do.
 
@@ -73,7 +77,7 @@ def card(perturbation: Perturbation, seed: int, scene: str = "scene1",
         out.update(steps=["Level 0 is no change: set the trial up as usual."])
         return out
     build = {"camera": _camera, "lighting": _lighting, "texture": _texture,
-             "initial_joints": _joints, "object_jitter": _objects,
+             "initial_joints": _joints, "object_jitter": _objects, "distractors": _distractors,
              "image_noise": _image, "image_blur": _image}[p.axis]
     out.update(build(p, scene, layout))
     return out
@@ -160,6 +164,20 @@ def _objects(p: EpisodePerturbation, scene: str, layout: str) -> dict:
                      + (" ({:+.3f}, {:+.3f}) m".format(*entry["card_xy_m"]) if card_xy is not None
                         else "") + ".")
     return {"scene": scene, "layout": layout, "objects": objects, "steps": steps}
+
+
+def _distractors(p: EpisodePerturbation, scene: str, layout: str) -> dict:
+    from vla_bridge.benchmarks.robofollow.scenes import load_scene
+    from vla_bridge.embodiment.libero_assets import load_asset
+    placed = p.distractors(load_scene(scene), layout)
+    objects = {name: {"xy_cm": _cm(xy), "size_cm": _cm(load_asset(name).size)}
+               for name, xy in placed}
+    where = ", ".join(f"{name} at ({e['xy_cm'][0]:+.1f}, {e['xy_cm'][1]:+.1f})"
+                      for name, e in objects.items())
+    return {"scene": scene, "layout": layout, "objects": objects, "steps": [
+        f"Place these objects at (x, y) cm on the table: {where} (LIBERO's objects, or "
+        "look-alikes of their size; each centred on its point, standing as in the sim).",
+        "Set the scene's own objects up as usual; the distractors are not part of the task."]}
 
 
 def _image(p: EpisodePerturbation, scene: str, layout: str) -> dict:

@@ -18,6 +18,10 @@ axis               what a level changes                                         
                    up to 0.05 rad per level from home, in one seeded direction
 ``object_jitter``  each free object is moved up to 1 cm per level in x/y, past  1-4
                    the benchmark's own jitter, in one seeded direction each
+``distractors``    as many objects the task does not involve as the level, from 1-3
+                   LIBERO's asset library (``embodiment.libero_assets``), picked
+                   by the seed (no repeats) and set on the table at seeded
+                   places clear of the scene's objects and fixtures
 =================  ===========================================================  =========
 
 Seeding: the direction of every change is drawn from the axis and the episode's seed only,
@@ -49,6 +53,7 @@ AXES: dict[str, tuple[int, str]] = {
     "image_blur": (4, "Gaussian blur, sigma 0.75 px per level"),
     "initial_joints": (4, "arm joints start up to 0.05 rad per level from home"),
     "object_jitter": (4, "objects moved up to 1 cm per level in x/y"),
+    "distractors": (3, "that many LIBERO objects the task does not involve, on the table"),
 }
 #: the axes the sim session applies to any backend's images
 IMAGE_AXES = frozenset({"image_noise", "image_blur"})
@@ -63,6 +68,11 @@ NOISE_SIGMA = 5.0
 BLUR_SIGMA_PX = 0.75
 JOINT_OFFSET_RAD = 0.05
 OBJECT_SHIFT_M = 0.01
+#: where distractors may stand, x and y ranges in the table frame (m): in reach of both arms,
+#: ahead of their bases, on the table
+DISTRACTOR_AREA = ((-0.32, 0.32), (-0.26, 0.14))
+DISTRACTOR_CLEARANCE_M = 0.03  # the least gap between a distractor and anything on the table
+DISTRACTOR_TRIES = 500  # rejection-sampling draws per distractor before giving up
 
 
 def _axis_index(axis: str) -> int:
@@ -141,6 +151,7 @@ class EpisodePerturbation:
     def __init__(self, perturbation: Perturbation, seed: int):
         self.axis, self.level, self.seed = perturbation.axis, perturbation.level, int(seed)
         self.perturbation = perturbation
+        self.placed: list[tuple] | None = None  # the distractors drawn (``distractors``)
 
     @classmethod
     def from_begin(cls, ctl: dict) -> "EpisodePerturbation | None":
@@ -205,6 +216,49 @@ class EpisodePerturbation:
                          * OBJECT_SHIFT_M * self.level)
         return out
 
+    def distractor_names(self, candidates) -> list[str]:
+        """The level's distractors: the first ``level`` of one seeded order of ``candidates``
+        (no repeats; a higher level adds to a lower one's)."""
+        candidates = list(candidates)
+        return [candidates[i] for i in self.rng(0).permutation(len(candidates))[:self.level]]
+
+    def distractor_places(self, candidates, footprints: dict, occupied) -> list[tuple]:
+        """[(name, xy)] of the level's distractors: each centred at a seeded point of
+        ``DISTRACTOR_AREA``, its footprint inside it and ``DISTRACTOR_CLEARANCE_M`` clear of
+        ``occupied`` ([(centre xy, half extents xy)]: the scene's bodies) and of the
+        distractors placed before it. Rejection sampling in order from one seeded stream, so
+        level k's places are the first k of level k+1's. ``footprints``: name -> half extents
+        (x, y) of (at least) the level's distractors. ValueError when no place is found."""
+        rng, placed, out = self.rng(1), [(np.asarray(c, float), np.asarray(h, float))
+                                         for c, h in occupied], []
+        area = np.asarray(DISTRACTOR_AREA, float)
+        for name in self.distractor_names(candidates):
+            half = np.asarray(footprints[name], float)[:2]
+            lo, hi = area[:, 0] + half, area[:, 1] - half
+            for _ in range(DISTRACTOR_TRIES):
+                xy = rng.uniform(lo, hi)
+                if all(np.any(np.abs(xy - c) >= half + h + DISTRACTOR_CLEARANCE_M)
+                       for c, h in placed):
+                    break
+            else:
+                raise ValueError(f"no place on the table for distractor {name} "
+                                 f"({len(out)} placed) clear of the scene by "
+                                 f"{DISTRACTOR_CLEARANCE_M * 100:g} cm")
+            placed.append((xy, half))
+            out.append((name, xy))
+        return out
+
+    def distractors(self, scene_spec, layout: str) -> list[tuple]:
+        """[(LIBERO name, xy)] of this episode's distractors in a RoboFollow scene layout
+        (``distractor_places`` with LIBERO's curated objects and ``layout_footprints``);
+        LiberoAssetsMissing without LIBERO's assets. Kept for ``describe()``."""
+        from vla_bridge.embodiment import libero_assets
+        names = self.distractor_names(libero_assets.NAMES)
+        self.placed = self.distractor_places(libero_assets.NAMES,
+                                             libero_assets.footprints(names),
+                                             layout_footprints(scene_spec, layout))
+        return self.placed
+
     # ------------------------------------------------------------------ image axes
     def apply_image(self, image: np.ndarray, camera_index: int, tick: int) -> np.ndarray:
         """The image axes on one rendered image (any other axis: the image unchanged). Noise
@@ -240,6 +294,11 @@ class EpisodePerturbation:
             out.update(max_rad=JOINT_OFFSET_RAD * self.level)
         elif self.axis == "object_jitter":
             out.update(max_m=OBJECT_SHIFT_M * self.level)
+        elif self.axis == "distractors":
+            from vla_bridge.embodiment.libero_assets import NAMES
+            out.update(objects=self.distractor_names(NAMES))
+            if getattr(self, "placed", None):
+                out.update(xy_m={name: _r(xy, 4) for name, xy in self.placed})
         return out
 
 
@@ -266,6 +325,31 @@ def gaussian_blur(image: np.ndarray, sigma: float) -> np.ndarray:
             acc += w * np.take(padded, range(k, k + n), axis=axis)
         out = acc
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def layout_footprints(scene_spec, layout: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """[(centre xy, half extents xy)] of what a RoboFollow layout puts on the table, wide
+    enough for any seed: each body at its nominal place, its footprint grown by its jitter's
+    reach (a body in a bowl or on another: at that one's place). Seed-free, so the
+    distractors' draw is the same in the sim and on the operator's card."""
+    from vla_bridge.embodiment.mjcf import fixture_size
+    lay = scene_spec.layout(layout)
+    base = {p.name: p.container or p.support for p in lay.placements}
+    out = []
+    for p in lay.placements:
+        root = p.name
+        while base.get(root):
+            root = base[root]
+        body = scene_spec.body(p.name)
+        size = fixture_size(body) if p.name in scene_spec.fixtures else body.full_size
+        yaw = float(getattr(body, "yaw", 0.0) or 0.0)
+        c, s_ = abs(np.cos(yaw)), abs(np.sin(yaw))
+        half = np.array([c * size[0] + s_ * size[1], s_ * size[0] + c * size[1]]) / 2
+        rule = scene_spec.jitter.get(root)
+        if rule is not None:
+            half = half + [max(abs(v) for v in rule.x.bounds), max(abs(v) for v in rule.y.bounds)]
+        out.append((np.asarray(lay.placement(root).xy, float), half))
+    return out
 
 
 def pair_start(home, perturbation: EpisodePerturbation | None) -> np.ndarray:
@@ -296,3 +380,6 @@ def check_supported(perturbation: EpisodePerturbation | None, backend_axes, back
         can = sorted(set(backend_axes) | IMAGE_AXES)
         raise ValueError(f"the {backend} cannot perturb {perturbation.axis!r}; it can: "
                          + ", ".join(can))
+    if perturbation.axis == "distractors":
+        from vla_bridge.embodiment.libero_assets import assets_dir
+        assets_dir()  # LiberoAssetsMissing (a ValueError), one line, before the reset

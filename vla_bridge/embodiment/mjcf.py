@@ -194,7 +194,7 @@ PERTURB_TEXTURES = (
 
 
 def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] | None = None,
-               timestep: float = 0.002, fixtures=(), cue_objects=None) -> str:
+               timestep: float = 0.002, fixtures=(), cue_objects=None, extra_bodies=()) -> str:
     """Full MJCF: floor, table, both arms, fixtures (bowls, labels) and the scene objects at
     `spawn`, cameras, actuators.
 
@@ -203,7 +203,10 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
     optionally `free` / `mass` / `tent_deg` (attributes or dict keys; `vla_bridge.benchmarks.vifo.
     scene_cards.scene_cue_objects` makes them): a thin box whose faces carry the texture, its
     top row towards the box's local +y; with `tent_deg` > 0 a folded table tent instead (see
-    `_cue_tent_geoms`)."""
+    `_cue_tent_geoms`).
+
+    `extra_bodies`: (asset XML, body XML) pairs added as they are (the distractors' LIBERO
+    objects, `embodiment.libero_assets.LiberoAsset.mjcf`)."""
     cue_assets, cue_bodies = [], []
     for cue in cue_objects or ():
         asset, body = _cue_object_xml(cue)
@@ -248,6 +251,7 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
   <material name="table" rgba="0.62 0.5 0.38 1"/>
   {"".join(f'<texture name="{n}" type="2d" width="128" height="128" {attrs}/><material name="{n}" texture="{n}" texrepeat="{rep}" texuniform="true"/>' for n, attrs, rep in PERTURB_TEXTURES)}
   {"".join(cue_assets)}
+  {"".join(asset for asset, _ in extra_bodies)}
 </asset>
 <worldbody>
   <!-- no shadows: on a CPU renderer they cost 5x per image (26 ms vs 5 ms at 320x240) -->
@@ -259,6 +263,7 @@ def build_mjcf(objects, spawn: dict[str, np.ndarray], cameras: list[CameraSpec] 
   {"".join(fixture_xml(f, spawn[f.name]) for f in fixtures)}
   {"".join(object_xml(o, spawn[o.name]) for o in objects)}
   {"".join(cue_bodies)}
+  {"".join(body for _, body in extra_bodies)}
 </worldbody>
 <actuator>
   {"".join(actuators)}

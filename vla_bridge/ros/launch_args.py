@@ -125,7 +125,8 @@ RECORD_ARG = LaunchArg("record", "false",
 PERTURB_ARG = LaunchArg("perturb", "",
                         "a perturbation axis and level, AXIS:LEVEL: camera, lighting (1-4), "
                         "texture (1-2), image_noise, image_blur, initial_joints, object_jitter "
-                        "(1-4); '' = none (docs/perturbations.md)",
+                        "(1-4), distractors (1-3, LIBERO's objects; mujoco only); '' = none "
+                        "(docs/perturbations.md)",
                         sets=("evaluator_node.perturb",))
 # Watching a run live, the same in both graphs: viewer:=foxglove serves the graph's topics to
 # the Foxglove app over its WebSocket protocol (data/viewer_node.py).
