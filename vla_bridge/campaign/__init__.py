@@ -2,6 +2,8 @@
 
 * ``plan``: the run's trials (the evaluator's own planning) cut into units of whole tasks,
   and the launch arguments of the graph that runs one unit (pure, no Ray, no rclpy);
+  ``libero_plan`` the same for libero_sim (units of (suite, task) pairs, split by
+  initial-state ranges);
 * ``ledger``: the campaign's run directory: unit rows merged into ``results.jsonl`` exactly
   once (fsync'ed, as the evaluator writes them), ``campaign.json`` with every unit's attempts
   and failure reasons, resume (pure, no Ray);

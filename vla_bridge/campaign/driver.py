@@ -63,6 +63,14 @@ class CampaignOptions:
 
 
 # ============================================================================ arguments
+def graph_plan(graph: str) -> P.GraphPlan:
+    """The plan of a graph in P.GRAPHS (LIBERO's loads only when asked for)."""
+    if graph == "libero_sim":
+        from vla_bridge.campaign.libero_plan import LIBERO
+        return LIBERO
+    return P.ROBOFOLLOW
+
+
 def parse_graph(graph: str, tokens: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """(given, resolved) launch values of the graph a campaign shards."""
     from vla_bridge.ros.launch_args import get_graph
@@ -80,20 +88,20 @@ def parse_graph(graph: str, tokens: list[str]) -> tuple[dict[str, str], dict[str
     return given, resolved_values(spec, given)
 
 
-def resume_differences(old: dict, new: dict) -> list[str]:
+def resume_differences(old: dict, new: dict, selection=P.SELECTION_ARGS) -> list[str]:
     """Launch arguments (other than which trials run) that differ from the run directory's."""
-    skip = set(P.SELECTION_ARGS) | {"output", "resume"}
+    skip = set(selection) | {"output", "resume"}
     names = sorted((set(old) | set(new)) - skip)
     return [f"{n}: {old.get(n)!r} -> {new.get(n)!r}" for n in names if old.get(n) != new.get(n)]
 
 
-def evaluator_arguments(values: dict[str, str]) -> dict:
+def evaluator_arguments(values: dict[str, str], graph: str = P.GRAPHS[0]) -> dict:
     """The evaluator's parameters as one graph's run.json records them (the report reads
     them: policy, levels, empty_language...), from the campaign's launch values."""
     from vla_bridge.ros.launch_args import get_graph
     from vla_bridge.ros.launcher import parse_value
     out = {}
-    for arg in get_graph(P.GRAPHS[0]).args:
+    for arg in get_graph(graph).args:
         for target in arg.sets:
             node, _, param = target.partition(".")
             if node == "evaluator_node":
@@ -102,17 +110,17 @@ def evaluator_arguments(values: dict[str, str]) -> dict:
 
 
 def open_run_dir(values: dict[str, str], given: dict[str, str], trials, options,
-                 echo) -> RunDirectory:
+                 echo, graph: str = P.GRAPHS[0]) -> RunDirectory:
     run_dir = RunDirectory(values["output"])
     resume = values["resume"].lower() in ("1", "true", "yes", "on")
     old = run_dir.info().get("arguments", {}).get("launch")
     if resume and run_dir.results() and old is not None:
-        differences = resume_differences(old, given)
+        differences = resume_differences(old, given, graph_plan(graph).selection_args)
         if differences:
             raise CampaignError(f"{run_dir.path}: cannot resume, the campaign's launch arguments "
                                 f"differ: {'; '.join(differences)}; use the same arguments or "
                                 "another output directory")
-    arguments = {**evaluator_arguments(values), "launch": given, "graph": P.GRAPHS[0],
+    arguments = {**evaluator_arguments(values, graph), "launch": given, "graph": graph,
                  "campaign": {k: v for k, v in asdict(options).items()}}
     try:
         run_dir.start(arguments, trials, resume=resume)
@@ -254,7 +262,7 @@ class Scheduler:
         given = dict(self.given)
         if self.server_specs:
             given["policy"] = self.server_specs[worker % len(self.server_specs)]
-        return P.unit_tokens(given, unit, str(self.ledger.unit_dir(unit)))
+        return graph_plan(self.graph).unit_tokens(given, unit, str(self.ledger.unit_dir(unit)))
 
     def dispatch(self) -> None:
         while self.queue and self.idle:
@@ -345,18 +353,23 @@ def run_campaign(graph: str, tokens: list[str], options: CampaignOptions,
     """Exit code: 0 every planned trial has its row; 3 some are missing (see campaign.json)."""
     options.check()
     given, values = parse_graph(graph, tokens)
+    if graph == "libero_sim" and options.policy_servers:
+        raise CampaignError("--policy-servers serves RoboFollow's keys; for libero_sim run the "
+                            "server yourself (`vla-bridge serve --key-map libero`) and pass "
+                            "--policy 'openpi?host=...&port=...&key_map=libero'")
+    plan = graph_plan(graph)
     try:
-        trials = P.planned_trials(values)
+        trials = plan.planned_trials(values)
     except ValueError as exc:
         raise CampaignError(str(exc)) from None
-    run_dir = open_run_dir(values, given, trials, options, echo)
+    run_dir = open_run_dir(values, given, trials, options, echo, graph)
     ledger = Ledger(run_dir, [trial_key(t) for t in trials], policy=values["policy"])
     recovered = ledger.merge_all()
     todo = [t for t in trials if trial_key(t) not in ledger.done]
-    size = options.unit_trials or P.unit_size(len(todo), options.workers, int(values["rounds"]))
-    session = ledger.begin_session({"workers": options.workers, "ray_address": options.ray_address,
-                                    "unit_trials": size})
-    units = P.make_units(todo, size, prefix=f"s{session}u")
+    session = len(ledger.state["sessions"]) + 1
+    size, units = plan.cut(todo, values, options.workers, options.unit_trials, f"s{session}u")
+    ledger.begin_session({"workers": options.workers, "ray_address": options.ray_address,
+                          "unit_trials": size})
     echo(f"campaign: {len(trials)} trials, {len(trials) - len(todo)} already done"
          f"{f' ({recovered} recovered from unit directories)' if recovered else ''}; "
          f"{len(units)} units of <= {size} trials over {options.workers} workers -> {run_dir.path}")
@@ -384,25 +397,40 @@ def run_campaign(graph: str, tokens: list[str], options: CampaignOptions,
                 workers.ray.kill(server, no_restart=True)
             ledger.merge_all()
     return finish(run_dir, ledger, trials, status, scheduler, time.monotonic() - t0, len(todo),
-                  options, echo)
+                  options, echo, graph, values)
+
+
+def summaries(graph: str, values: dict, run_dir: RunDirectory,
+              rows: list[dict]) -> tuple[dict, dict | None, list[str]]:
+    """(summary.json, latency.json, the printed tables) as the graph's own evaluator writes
+    them (LIBERO's: report.md too, no latency.json)."""
+    if graph == "libero_sim":
+        from vla_bridge.campaign.libero_plan import benchmark
+        bench = benchmark(evaluator_arguments(values, graph))
+        bench.plan()
+        summary = bench.summarize(rows)
+        return summary, None, bench.report(run_dir, rows, summary, {})
+    from vla_bridge.benchmarks.robofollow.scoring import summarize
+    summary, latency = summarize(rows), latency_summary(rows)
+    return summary, latency, [format_table(summary)] + ([format_latency(latency)] if latency
+                                                        else [])
 
 
 def finish(run_dir: RunDirectory, ledger: Ledger, trials, status: str, scheduler, wall_s: float,
-           todo: int, options: CampaignOptions, echo) -> int:
+           todo: int, options: CampaignOptions, echo, graph: str = P.GRAPHS[0],
+           values: dict | None = None) -> int:
     from vla_bridge.benchmarks.result_rows import counted
-    from vla_bridge.benchmarks.robofollow.scoring import summarize
     rows = run_dir.results()
     status = completion_status(status, trials, rows)
     rows = counted(rows)  # an infrastructure failure not counted is no result
     copy_provenance(run_dir, ledger)
-    summary, latency = summarize(rows), latency_summary(rows)
+    summary, latency, tables = summaries(graph, values or {}, run_dir, rows)
     run_dir.finish(status, summary, latency)
     ran = sum(1 for r in rows if r.get("key") in ledger.planned) - (len(trials) - todo)
     figures = campaign_figures(rows, ledger, scheduler, wall_s, ran, options)
     ledger.end_session(status=status, **figures)
-    echo(format_table(summary))
-    if latency:
-        echo(format_latency(latency))
+    for table in tables:
+        echo(table)
     if figures.get("trials_per_min"):
         echo(f"campaign: {ran} trials in {wall_s:.0f} s ({figures['trials_per_min']:.1f} trials/min "
              f"with {options.workers} workers; {figures['overhead_s_per_trial']:.2f} s per trial "

@@ -8,7 +8,8 @@ and a row a unit finished is never lost: it is merged while the unit runs, after
 and again at the start of a resumed campaign (a crash of the driver between a unit's write
 and the merge loses nothing). A unit's directory is seeded with the main rows of its tasks
 before its graph starts, so the graph's own resume skips every trial already finished,
-whichever unit or campaign finished it.
+whichever unit or campaign finished it (a LIBERO unit, whose graph runs only its own trials,
+gets the rows of its keys: an infrastructure failure's, below).
 
 A row of an episode the infrastructure failed (``benchmarks.result_rows``) is merged too, but
 does not finish its trial: the unit is retried, its evaluator runs the trial again (once; the
@@ -124,8 +125,10 @@ class Ledger:
         directory = self.unit_dir(unit)
         directory.mkdir(parents=True, exist_ok=True)
         present = {_identity(r) for r in read_jsonl(directory / "results.jsonl")}
-        tasks = set(unit.task_ids)
-        rows = [r for r in self.run_dir.results() if r.get("task_id") in tasks
+        tasks, keys = set(unit.task_ids), set(unit.keys)
+        # a RoboFollow unit's graph runs all rounds of its tasks; a LIBERO unit's its keys
+        rows = [r for r in self.run_dir.results()
+                if (r.get("task_id") in tasks or r.get("key") in keys)
                 and r.get("key") in self.planned and _identity(r) not in present]
         if rows:
             unit_run = RunDirectory(directory, log=self.run_dir.log)

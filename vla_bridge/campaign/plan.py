@@ -5,18 +5,23 @@ them. Trial seeds depend only on (task, round, base seed) (``plan_trials``), so 
 graph runs exactly the episodes a single graph would. Units hold whole tasks because the
 graph's selection is by task; a few tasks per unit keep the graph's start-up (a few
 seconds) small beside its episodes.
+
+The driver asks a graph's plan through a `GraphPlan` (``driver.graph_plan``): RoboFollow's is
+here, LIBERO's in ``libero_plan`` (units of (suite, task) pairs, split by initial-state ranges).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
 from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.evaluation.run_dir import trial_key
 
-#: graphs a campaign can shard: they plan trials from scene/levels/tasks/rounds/seed
-GRAPHS = ("robofollow_sim",)
+#: graphs a campaign can shard: robofollow_sim (scene/levels/tasks/rounds/seed) and
+#: libero_sim (suite/tasks/inits/seed, ``libero_plan``)
+GRAPHS = ("robofollow_sim", "libero_sim")
 #: launch arguments the campaign sets per unit (a user's value would be overridden)
 UNIT_ARGS = ("tasks", "output", "resume")
 #: launch arguments that only choose which trials run: a resume may change them
@@ -80,3 +85,27 @@ def unit_tokens(given: dict[str, str], unit: Unit, output: str) -> list[str]:
     args = {k: v for k, v in given.items() if k not in UNIT_ARGS}
     args.update(tasks=",".join(unit.task_ids), output=output, resume="true")
     return [f"{name}:={value}" for name, value in args.items()]
+
+
+@dataclass(frozen=True)
+class GraphPlan:
+    """What the driver asks of the graph it shards."""
+    graph: str
+    #: launch arguments that only choose which trials run: a resume may change them
+    selection_args: tuple[str, ...]
+    #: resolved launch values -> the trials its evaluator plans (ValueError: a bad selection)
+    planned_trials: Callable[[dict], list]
+    #: (trials to run, resolved values, workers, --unit-trials or None, name prefix) ->
+    #: (trials per unit, units)
+    cut: Callable[[list, dict, int, "int | None", str], "tuple[int, list[Unit]]"]
+    #: (the user's launch arguments, unit, its output directory) -> the unit graph's tokens
+    unit_tokens: Callable[[dict, Unit, str], list[str]]
+
+
+def _cut(trials: list, values: dict, workers: int, unit_trials: int | None,
+         prefix: str) -> tuple[int, list[Unit]]:
+    size = unit_trials or unit_size(len(trials), workers, int(values["rounds"]))
+    return size, make_units(trials, size, prefix)
+
+
+ROBOFOLLOW = GraphPlan("robofollow_sim", SELECTION_ARGS, planned_trials, _cut, unit_tokens)

@@ -3,7 +3,8 @@ sub-command per benchmark, each with only its own flags (`vla-bridge bench BENCH
 
 The code is in vla_bridge/perf/: the node graph (graph.py: overhead, recording, throughput),
 campaigns over Ray (campaign.py: campaign, multinode), SAPIEN against MuJoCo (sapien.py: sapien,
-crosssim), LIBERO (libero.py) and the LIBERO-VIFO protocols (libero_vifo.py), the policy node
+crosssim), LIBERO (libero.py; libero_cost.py: episodes per hour per core) and the LIBERO-VIFO
+protocols (libero_vifo.py), the policy node
 (policy.py), the cue overlays (cues.py) and the PiPER heartbeat watchdog (heartbeat.py). Each benchmark below is a (help, add_arguments, run)
 triple; its modules load only when it runs.
 """
@@ -140,6 +141,37 @@ def _run_libero(args: argparse.Namespace) -> int:
     return libero.speed(args.suite, args.tasks, args.inits, graph=not args.no_graph)
 
 
+def _libero_cost_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", default="libero_object",
+                   help="LIBERO suite(s) (default libero_object)")
+    p.add_argument("--tasks", default="0-3", help="task numbers per suite (default 0-3)")
+    p.add_argument("--inits", default="0-1", help="initial states per task (default 0-1)")
+    p.add_argument("--workers", default="1,2",
+                   help="campaign workers, one campaign per value (default 1,2)")
+    p.add_argument("--cpu-inits", default="1,2", metavar="N,M",
+                   help="the CPU slope's two graph runs: the first N and the first M initial "
+                        "states of --inits (default 1,2)")
+    p.add_argument("--policy", default="libero_oracle", help="policy backend spec (default "
+                                                             "libero_oracle)")
+    p.add_argument("--domain-base", type=int, default=100,
+                   help="the campaigns' --domain-base (worker i: ROS domain DOMAIN_BASE + i)")
+
+
+def _run_libero_cost(args: argparse.Namespace) -> int:
+    import sys
+
+    from vla_bridge.perf import libero_cost
+    try:
+        workers = [int(w) for w in args.workers.split(",")]
+        short, long = (int(n) for n in args.cpu_inits.split(","))
+    except ValueError:
+        print("vla-bridge bench libero-cost: error: --workers takes numbers (1,2) and "
+              "--cpu-inits two (N,M)", file=sys.stderr)
+        return 2
+    return libero_cost.cost(args.suite, args.tasks, args.inits, workers, (short, long),
+                            args.policy, args.domain_base)
+
+
 def _libero_vifo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", default=None,
                    help="the runs' directory (default runs/libero_vifo)")
@@ -246,6 +278,9 @@ BENCHMARKS: dict[str, Benchmark] = {
                           "every task that differs", _crosssim_arguments, _run_crosssim),
     "libero": Benchmark("LIBERO control steps per second, and per-suite wall time and oracle "
                         "success through the graph", _libero_arguments, _run_libero),
+    "libero-cost": Benchmark("LIBERO episodes per hour per core: a campaign's throughput with W "
+                             "workers and CPU-seconds per episode (slope), beside vla-eval's",
+                             _libero_cost_arguments, _run_libero_cost),
     "libero-vifo": Benchmark("LIBERO-VIFO's closed-loop protocols on LIBERO's tasks through the "
                              "graph, and their table", _libero_vifo_arguments, _run_libero_vifo),
     "policy": Benchmark("the policy node's own cost per call and observation-to-action latency "

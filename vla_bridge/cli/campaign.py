@@ -24,8 +24,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="join this Ray cluster (e.g. 10.0.0.5:6379 or auto); default: "
                              "start a local Ray instance for this campaign")
     parser.add_argument("--unit-trials", type=int, default=None,
-                        help="trials per unit (whole tasks; default: about 4 units per worker, "
-                             "at most 50 trials)")
+                        help="trials per unit (whole tasks; LIBERO: whole (suite, task) pairs, "
+                             "a bigger task split into initial-state ranges; default: about 4 "
+                             "units per worker, at most 50 trials)")
     parser.add_argument("--max-retries", type=int, default=2,
                         help="times a unit whose worker or graph died is run again (and a dead "
                              "worker replaced)")
