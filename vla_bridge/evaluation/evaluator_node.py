@@ -79,14 +79,15 @@ class EvaluatorNode(Node):
 
     def make_hooks(self) -> list[Subscriber]:
         """The benchmark's subscribers: its cue overlay, on RoboFollow charged latency, and
-        the perturbation axis (both)."""
-        perturb = PerturbationHook(self.p["perturb"],  # ValueError: a bad --perturb
-                                   seed_of=self.benchmark.perturbation_seed)
+        the perturbation axis (both, when ``--perturb`` names one)."""
+        perturb = [PerturbationHook(self.p["perturb"],  # ValueError: a bad --perturb
+                                    seed_of=self.benchmark.perturbation_seed)
+                   ] if self.p["perturb"] else []
         if self.benchmark.name == "libero":
-            return [LiberoOverlayHook(self, self.benchmark), perturb]
+            return [LiberoOverlayHook(self, self.benchmark), *perturb]
         latency = charged_latency.from_params(self.p)  # None: off; ValueError: a bad value
         return [CueOverlayHook(self, self.benchmark.cues, self.p["cue_render_ghosts"]),
-                *([latency] if latency else []), perturb]
+                *([latency] if latency else []), *perturb]
 
     # ------------------------------------------------------------------ messages in
     def on_sim_status(self, msg: String) -> None:
