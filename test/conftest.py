@@ -6,11 +6,11 @@ talks on its own random DDS domain, claimed with a lock file so two sessions nev
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import random
-import tempfile
 from pathlib import Path
+
+from support.domains import claim_domain
 
 REPO = Path(__file__).resolve().parent.parent
 FASTDDS_PROFILE = REPO / "config" / "fastdds_profile.xml"
@@ -28,11 +28,8 @@ def _pick_domain_id() -> None:
     # refuse to run, or talk across): claim one with a lock file no other session holds.
     candidates = random.SystemRandom().sample(range(1, 201), 200)
     for domain in candidates:
-        fh = open(Path(tempfile.gettempdir()) / f"vla_bridge_test_domain_{domain}.lock", "w")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
+        fh = claim_domain(domain)
+        if fh is None:
             continue
         _DOMAIN_LOCK = fh
         os.environ["ROS_DOMAIN_ID"] = str(domain)

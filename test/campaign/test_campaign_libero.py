@@ -3,12 +3,10 @@ ranges, each unit's graph planning exactly its keys, one-line refusals, and a re
 Ray through the LIBERO graph whose rerun runs nothing."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from support.cli_process import run_cli
+from support.domains import claim_domain
 from support.graph_runs import child_pythonpath, results
 from support.libero_venv import needs_libero_venv
 from vla_bridge.campaign import libero_plan as L
@@ -123,11 +122,8 @@ def _domains(count: int):
     for base in range(91, 100 - count + 1):
         handles = []
         for domain in range(base, base + count):
-            fh = open(Path(tempfile.gettempdir()) / f"vla_bridge_test_domain_{domain}.lock", "w")
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                fh.close()
+            fh = claim_domain(domain)
+            if fh is None:
                 break
             handles.append(fh)
         if len(handles) == count:
