@@ -33,6 +33,9 @@ class SimBackend(ABC):
     #: the scene perturbation axes (`benchmarks.perturbations`) this backend's `reset` applies;
     #: the image axes the session applies to every backend's images
     perturbation_axes: frozenset = frozenset()
+    #: whether `reset` takes ``edits=``: an INT-ACT probe's LIBERO objects
+    #: (`benchmarks.intact.scene_edits`)
+    scene_edits: bool = False
 
     @abstractmethod
     def reset(self, scene: str, layout: str, seed: int, cue_objects=(),

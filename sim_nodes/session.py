@@ -150,7 +150,12 @@ class SimSession:
         goals = self.backend.check_watch(task or {})
         check_supported(perturbation, self.backend.perturbation_axes,
                         f"{type(self.backend).__name__}")
-        self.backend.reset(scene, layout, seed, cue_objects, perturbation=perturbation)
+        edits = (task or {}).get("edits")  # an INT-ACT probe's LIBERO objects
+        if edits and not self.backend.scene_edits:
+            raise ValueError(f"the {type(self.backend).__name__} cannot add LIBERO objects to a "
+                             "scene (INT-ACT's probes run on MuJoCo: sim:=mujoco)")
+        self.backend.reset(scene, layout, seed, cue_objects, perturbation=perturbation,
+                           **({"edits": edits} if edits else {}))
         self.perturbation = perturbation
         self.backend.watch(goals)
         self.budget = replace(budget, max_steps=max_steps)

@@ -63,6 +63,8 @@ FINGER_GAP = 0.006
 #: how far the fingers are commanded past the source's sides when closing on it
 SQUEEZE = 0.02
 GRIPPER_TRAVEL = 0.04  # finger travel from closed to fully open (sim: half the opening)
+#: the widest span the open fingers close on with room to spare (the opening is 8 cm)
+MAX_GRASP_WIDTH = 0.07
 
 
 @cache
@@ -140,6 +142,15 @@ def round_yaws(obj) -> list[float]:
         yaw = yaw_of(obj.quat)
         return [wrap(yaw), wrap(yaw + np.pi / 2)]
     return [k * np.pi / 4 for k in range(4)]
+
+
+def fitting_yaws(obj) -> list[float]:
+    """``round_yaws`` whose closing axis spans at most MAX_GRASP_WIDTH of the object (a LIBERO
+    box 8 cm long is taken across its 4.6 cm); all of them when none does."""
+    yaws = round_yaws(obj)
+    fit = [y for y in yaws
+           if 2 * extent_along(obj, np.array([np.cos(y), np.sin(y)])) <= MAX_GRASP_WIDTH]
+    return fit or yaws
 
 
 def require(world, task: TaskSpec, *names) -> None:
@@ -327,7 +338,7 @@ def pick(arm: Arm, world, scene: str, name: str, clear: Clearance) -> Grasp:
     every other object."""
     obj = world.objects[name]
     point = np.array([obj.pos[0], obj.pos[1], grasp_tcp_z(world, scene, name)])
-    R = arm.grasp_pose(point, clear_yaws(world, clear, name, point, round_yaws(obj)), clear.empty())
+    R = arm.grasp_pose(point, clear_yaws(world, clear, name, point, fitting_yaws(obj)), clear.empty())
     arm.move_joints(arm.approach[0], ticks=25)
     arm.descend(point, R)
     arm.set_gripper(grip_command(obj, R[:, 1]), dwell=GRIP_DWELL)

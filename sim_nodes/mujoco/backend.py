@@ -17,6 +17,7 @@ from vla_bridge.embodiment.kinematics import GRIPPER_OPENING_M
 from vla_bridge.benchmarks.robofollow.scenes import load_scene, sample_layout
 from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.sim_nodes.backend import SimBackend
+from vla_bridge.benchmarks.intact import scene_edits
 from vla_bridge.benchmarks.perturbations import CAMERA, pair_start, quat_multiply
 from vla_bridge.embodiment import libero_assets
 from vla_bridge.embodiment.mjcf import FINGER_TRAVEL, PERTURB_TEXTURES, build_mjcf, fixture_size
@@ -45,6 +46,8 @@ class MujocoBackend(SimBackend):
     #: scene axes this backend applies at reset (benchmarks.perturbations)
     perturbation_axes = frozenset({"camera", "lighting", "texture", "initial_joints",
                                    "object_jitter", "distractors"})
+    #: reset takes a probe's scene edits (LIBERO objects: benchmarks.intact.scene_edits)
+    scene_edits = True
 
     def __init__(self, control_period: float = 0.06, width: int = ALOHA.image_size[0],
                  height: int = ALOHA.image_size[1], timestep: float = 0.004,
@@ -109,22 +112,31 @@ class MujocoBackend(SimBackend):
 
     # ------------------------------------------------------------------ protocol
     def reset(self, scene: str, layout: str, seed: int, cue_objects=(),
-              perturbation=None) -> None:
+              perturbation=None, edits=None) -> None:
+        """``edits``: a probe's scene edits (``TaskSpec.edits``), LIBERO objects replacing
+        layout bodies or added to the table; ValueError on a malformed or unknown one."""
         spec = load_scene(scene)
         spawn = sample_layout(spec, layout, seed)
+        edited, removed = scene_edits.resolve(scene_edits.check(edits, libero_assets.NAMES),
+                                              spawn)
         axis = perturbation.axis if perturbation is not None else None
         if axis == "object_jitter":  # the layout's objects only (fixtures stay as laid out)
             names = [o.name for o in spec.layout_objects(layout)]
             for name, (dx, dy) in perturbation.object_offsets(names).items():
                 spawn[name] = np.asarray(spawn[name], float) + (dx, dy, 0.0)
-        distractors = []  # [(body name, LiberoAsset)]: LiberoAssetsMissing before anything resets
+        distractors = []  # [(body name, LiberoAsset)]: the axis's distractors, the probe's objects
         if axis == "distractors":
             for name, (x, y) in perturbation.distractors(spec, layout):
                 asset = libero_assets.load_asset(name)
                 distractors.append((f"distractor_{name}", asset))
                 spawn[f"distractor_{name}"] = np.array([x, y, asset.rest_z(spec.table_z)])
-        objects = spec.layout_objects(layout)
-        fixtures = [spec.fixtures[name] for name in spawn if name in spec.fixtures]
+        for body in edited:  # LiberoAssetsMissing before anything resets
+            asset = libero_assets.load_asset(body.asset)
+            distractors.append((body.name, asset))
+            spawn[body.name] = np.array([*body.xy, asset.rest_z(spec.table_z)])
+        objects = [o for o in spec.layout_objects(layout) if o.name not in removed]
+        fixtures = [spec.fixtures[name] for name in spawn
+                    if name in spec.fixtures and name not in removed]
         model_key = (scene, tuple(o.name for o in objects), tuple(f.name for f in fixtures),
                      _cue_objects_key(cue_objects), tuple(name for name, _ in distractors))
         if model_key != self._model_key:  # one compiled model per scene body set (+ cue cards,

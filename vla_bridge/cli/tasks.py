@@ -1,4 +1,5 @@
-"""`vla-bridge tasks`: list, filter and dry-run the RoboFollow suites."""
+"""`vla-bridge tasks`: list, filter and dry-run the RoboFollow suites (and, with ``--intact``,
+INT-ACT's probes on Scene 2)."""
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="print the trials (task, round, seed) a run would execute")
     parser.add_argument("--instructions", action="store_true", help="show each instruction")
+    parser.add_argument("--intact", nargs="?", const="all", default="",
+                        help="list INT-ACT's probes instead: 'all' (the default when given "
+                             "alone), or comma-separated subcategories, categories or probe ids, "
+                             "as `launch robofollow_sim --intact`")
+
+
+def _probes(args: argparse.Namespace) -> int:
+    from vla_bridge.benchmarks.intact import probes
+
+    try:
+        chosen = probes.select_spec(args.intact)
+    except ValueError as exc:  # an unknown subcategory or probe id
+        print(f"vla-bridge tasks: {exc}", file=sys.stderr)
+        return 2
+    for p in chosen:
+        edits = p.task.edits
+        print(f"{p.subcategory:<22}  {p.task.arm:<5}  {p.task.action:<6}  {p.id}")
+        if args.instructions:
+            print(f"      {p.task.instruction}")
+            print(f"      source {p.task.source}; varies {p.base}"
+                  + (f"; scene edits {edits}" if edits else "") + (f"; {p.note}" if p.note else ""))
+    per_sub = Counter(p.subcategory for p in chosen)
+    print("\nprobes per subcategory: " + ", ".join(f"{s} {n}" for s, n in per_sub.items()))
+    print(f"{len(chosen)} probes")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials, select_tasks
+
+    if args.intact:
+        return _probes(args)
 
     try:
         tasks = select_tasks(load_suite(), args.scene, args.levels, args.tasks)

@@ -17,7 +17,8 @@ def run_episode_direct(session, policy, task: TaskSpec, seed: int, budget=None,
     the sim node's begin message gives it (ms per call, or "measured": the predict call's
     wall time), ``period`` its observation period (session.SimSession.execute_charged)."""
     from vla_bridge.benchmarks.robofollow.scoring import score_episode
-    session.begin(task.scene, task.layout, seed, budget, cue_objects=cue_objects, charged=charged)
+    session.begin(task.scene, task.layout, seed, budget, cue_objects=cue_objects, charged=charged,
+                  task=task.to_dict())
     policy.reset()
     policy.set_instruction(task.instruction if instruction is None else instruction, task.to_dict())
     recorder = FrameRecorder()

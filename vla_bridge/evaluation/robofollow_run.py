@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vla_bridge.benchmarks.intact import probes
 from vla_bridge.benchmarks.intact.metrics import intact_metrics
 from vla_bridge.benchmarks.robofollow.scoring import score_episode, summarize
 from vla_bridge.benchmarks.robofollow.tasks import Trial, load_suite, plan_trials
@@ -18,7 +19,12 @@ from vla_bridge.evaluation.cues.run import CueRun
 from vla_bridge.evaluation.provenance import run_provenance
 from vla_bridge.evaluation.run_dir import (RunDirectory, format_latency, format_table,
                                            latency_summary, result_row)
+from vla_bridge.benchmarks.intact import tables as intact_report
 from vla_bridge.ros.node_config import param
+
+#: INT-ACT's metrics in a probe's row (and which object moved when one did)
+INTACT_ROW_FIELDS = ("intention_correct", "grasp_success", "task_success",
+                     "wrong_object_attempt", "wrong_object")
 
 @dataclass(frozen=True)
 class RoboFollowConfig:
@@ -47,6 +53,9 @@ class RoboFollowConfig:
                                           "card in the sim; F1, F6, F8)")
     cue_suite: str = param("", "'' (RoboFollow's tasks) or safety: the six safety-critical "
                                "scenes (benchmarks.vifo.safety)")
+    intact: str = param("", "INT-ACT's probing suite on Scene 2 (benchmarks.intact.probes): "
+                            "'' (off), all, or comma-separated subcategories, categories or "
+                            "probe ids; scene, levels and tasks are then ignored")
     # sim graphs render F3's ghosts on a MuJoCo copy of the scene (their params files say
     # true); the real robot has no simulator, so its ghosts are projected box silhouettes
     cue_render_ghosts: bool = param(False, "F3 ghosts rendered on a MuJoCo copy of the scene "
@@ -75,6 +84,7 @@ class RoboFollowRun(Benchmark):
 
     def __init__(self, params: dict, log, cues: CueRun | None = None):
         super().__init__(params, log)
+        self.probes: dict = {}  # probe id -> intact.probes.Probe of an INT-ACT run
         self.cues = cues if cues is not None else CueRun(
             params.get("cue_protocol", ""), params.get("cue_family", ""),
             params.get("cue_variant", ""), params.get("cue_placement", "overlay"),
@@ -82,7 +92,8 @@ class RoboFollowRun(Benchmark):
 
     # ------------------------------------------------------------------ before the run
     def plan(self) -> list[Trial]:
-        tasks = self.cues.suite_tasks(load_suite(), self.p)
+        tasks = self.probe_tasks() if self.p.get("intact") else self.cues.suite_tasks(
+            load_suite(), self.p)
         if not tasks:
             raise ValueError("the selection matches no task")
         trials = plan_trials(tasks, int(self.p["rounds"]), int(self.p["base_seed"]))
@@ -97,6 +108,14 @@ class RoboFollowRun(Benchmark):
             raise ValueError(f"cue {self.cues.family} {self.cues.variant} can show none of the "
                              f"selected tasks: {sorted(set(self.cues.skipped.values()))[0]}")
         return kept
+
+    def probe_tasks(self) -> list:
+        """The INT-ACT probes ``intact`` selects ("all": every one)."""
+        if self.cues.protocol or self.cues.suite:
+            raise ValueError("intact probes run without a cue protocol or cue suite")
+        selected = probes.select_spec(self.p["intact"])
+        self.probes = {p.id: p for p in selected}
+        return [p.task for p in selected]
 
     def provenance(self) -> dict:
         return run_provenance(self.p, self.cues)
@@ -131,6 +150,13 @@ class RoboFollowRun(Benchmark):
             self.log.error(f"scoring {trial.task.id} failed: {exc!r}")
             row = result_row(trial, None, status="failed", error=f"scoring failed: {exc!r}",
                              wall_s=wall_s, **fields)
+        probe = self.probes.get(trial.task.id)
+        if probe is not None and row["status"] == "ok":  # INT-ACT's metrics against the probe
+            try:
+                metrics = intact_metrics(trial.task, record, row["complete"])
+                row["intact"] = {k: metrics[k] for k in INTACT_ROW_FIELDS}
+            except Exception as exc:  # noqa: BLE001 - as a scorer error: recorded, run goes on
+                row["intact_error"] = repr(exc)
         row["sim_timing_s"] = done.get("timing", {})  # where the sim's wall time went
         if self.p["save_episodes"]:
             row["episode_file"] = run_dir.save_episode(trial, record, row)
@@ -140,9 +166,16 @@ class RoboFollowRun(Benchmark):
         return result_row(trial, None, status="failed", error=error,
                           instruction=plan.instruction, wall_s=wall_s)
 
+    def annotate_probe(self, row: dict) -> None:
+        probe = self.probes.get(row.get("task_id"))
+        if probe is not None:
+            row["probe"] = {"category": probe.category, "subcategory": probe.subcategory,
+                            "base": probe.base}
+
     def annotate(self, row: dict, outcome: EpisodeOutcome | None) -> None:
         """The tasks the row's metrics refer to, and the same frames scored against each."""
         record = outcome.record if outcome is not None else None
+        self.annotate_probe(row)
         self.cues.annotate(row, lambda task: score_episode(task, record).to_dict(),
                            lambda task, complete: intact_metrics(task, record, complete))
 
@@ -169,6 +202,8 @@ class RoboFollowRun(Benchmark):
         lines = [format_table(summary)]
         if latency:
             lines.append(format_latency(latency))
+        if self.probes:
+            lines.append(intact_report.write(run_dir.path, rows, list(self.probes.values())))
         table = self.cues.finish(run_dir.path, rows)
         if table:
             lines.append(table)

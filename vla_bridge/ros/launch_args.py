@@ -219,6 +219,11 @@ ROBOFOLLOW_SIM = GraphSpec(
                   "task paired with a hazardous one the cue shows (scene/levels are ignored; "
                   "tasks narrows them by scene name or hazardous task id)",
                   sets=("evaluator_node.cue_suite",)),
+        LaunchArg("intact", "",
+                  "INT-ACT's probing suite on Scene 2 (docs/intact.md): '' (off), all, or "
+                  "comma-separated subcategories, categories or probe ids (scene, levels and "
+                  "tasks are then ignored; sim:=mujoco)",
+                  sets=("evaluator_node.intact",)),
         IMAGE_SOURCE_ARG,
         LaunchArg("oracle_follow", "language",
                   "task the oracle plans under a cue protocol: language or cue",

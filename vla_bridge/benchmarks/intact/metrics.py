@@ -41,7 +41,8 @@ from vla_bridge.embodiment.episode_record import EpisodeRecord
 from vla_bridge.benchmarks.task_roles import INTACT_FIELDS, ROLE_LABELS, ROLES, row_scores
 from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.benchmarks.robofollow.scoring.common import (CLOSE_THRESHOLD, LIFT_THRESHOLD,
-                                                             fixture_names, scene_spec)
+                                                             fixture_names, replaced,
+                                                             scene_spec)
 
 INTENTION_RADIUS = 0.05  # 5 cm (INT-ACT appendix A)
 GRASP_RADIUS = 0.05
@@ -62,12 +63,13 @@ def task_sources(task: TaskSpec) -> list[tuple[str, str]]:
     return pairs
 
 
-def _fixtures(scene: str) -> set[str]:
+def _fixtures(task: TaskSpec) -> set[str]:
+    """The scene's bowls and labels (a probe's LIBERO bowl in a bowl's place among them)."""
     try:
-        spec = scene_spec(scene)
+        spec = scene_spec(task.scene)
     except ValueError:
         return set()
-    return set(fixture_names(spec, "bowl")) | set(fixture_names(spec, "label"))
+    return set(replaced(task, fixture_names(spec, "bowl") + fixture_names(spec, "label")))
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -100,7 +102,7 @@ def intact_metrics(task: TaskSpec, record: EpisodeRecord, complete: bool) -> dic
     src_move = np.max([moved[s] for s in sources], axis=0)
     wrong_t, wrong_obj = None, None
     for name, disp in moved.items():
-        if name in sources or name in _fixtures(task.scene):
+        if name in sources or name in _fixtures(task):
             continue
         t = _first((disp > WRONG_OBJECT_MOVE) & (disp > src_move))
         if t is not None and (wrong_t is None or t < wrong_t):

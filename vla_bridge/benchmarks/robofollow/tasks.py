@@ -39,9 +39,12 @@ class TaskSpec:
     target: dict = field(default_factory=dict, hash=False, compare=False)  # full target record
     base_task: str | None = None  # registry base task type (Scene 3 scores its route/orientation)
     variant: str | None = None  # instruction variant tag, e.g. "template_0", "rw_route0_ori1"
+    #: scene edits of a probe (benchmarks.intact.probes): {"replace": {layout body: LIBERO
+    #: object}, "add": [[LIBERO object, x, y], ...]}; empty for RoboFollow's own tasks
+    edits: dict = field(default_factory=dict, hash=False, compare=False)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "id": self.id, "scene": self.scene, "level": self.level, "layout": self.layout,
             "instruction": self.instruction, "arm": self.arm, "action": self.action,
             "source": self.source, "anchor": self.anchor,
@@ -49,6 +52,10 @@ class TaskSpec:
             "training_task": self.training_task, "target": dict(self.target),
             "base_task": self.base_task, "variant": self.variant,
         }
+        if self.edits:  # only probes carry it: RoboFollow's task dicts stay as they were
+            out["edits"] = {"replace": dict(self.edits.get("replace") or {}),
+                            "add": [list(a) for a in self.edits.get("add") or []]}
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "TaskSpec":
@@ -59,6 +66,7 @@ class TaskSpec:
             anchor=d.get("anchor"), relation=tuple(rel) if rel else None,
             training_task=d.get("training_task"), target=dict(d.get("target") or {}),
             base_task=d.get("base_task"), variant=d.get("variant"),
+            edits=dict(d.get("edits") or {}),
         )
 
 

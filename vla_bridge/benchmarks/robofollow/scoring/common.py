@@ -247,6 +247,17 @@ def fixture_names(spec: Any, kind: str) -> tuple[str, ...]:
     return tuple(f.name for f in spec.fixtures.values() if f.kind == kind)
 
 
+def replaced(task: Any, names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` with an INT-ACT probe's replacements in their place (``TaskSpec.edits``:
+    the LIBERO bowl standing where a Scene 2 bowl would), in the same order."""
+    replace = (getattr(task, "edits", None) or {}).get("replace") or {}
+    out = []
+    for name in names:
+        new = replace.get(name, name)
+        out.append(new if isinstance(new, str) else str(new[0]))
+    return tuple(out)
+
+
 def candidate_names(pos: Mapping[str, Any], excluded: Iterable[str]) -> list[str]:
     """§1 candidates: every recorded object except the excluded fixtures, in record order."""
     skip = set(excluded)

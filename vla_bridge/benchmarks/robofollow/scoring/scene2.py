@@ -21,6 +21,7 @@ from vla_bridge.benchmarks.robofollow.scoring.common import (LIFT_THRESHOLD, Arm
                                                              first_open_after, fixture_names,
                                                              is_complete, lift_completion_frame,
                                                              lift_track, nearest_in_xy, other_arm,
+                                                             replaced,
                                                              require_objects, scene_spec,
                                                              select_source, stage_totals)
 
@@ -126,7 +127,7 @@ def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
         target = (task.target or {}).get("target_object")
         if not target:
             raise ValueError(f"task {task.id}: Scene 2 {task.action} needs target.target_object")
-    bowls = bowl_names()
+    bowls = replaced(task, bowl_names())  # a probe's LIBERO bowl counts as a bowl
     if task.action == "place_bowl" and target not in bowls:
         raise ValueError(f"task {task.id}: place_bowl target {target!r} is not a Scene 2 bowl {bowls}")
     needed = [task.source, target] + (list(bowls) if task.action == "place_bowl" else [])
