@@ -20,11 +20,8 @@ from vla_bridge.evaluation.provenance import run_provenance
 from vla_bridge.evaluation.run_dir import (RunDirectory, format_latency, format_table,
                                            latency_summary, result_row)
 from vla_bridge.benchmarks.intact import tables as intact_report
+from vla_bridge.benchmarks.task_roles import INTACT_FIELDS
 from vla_bridge.ros.node_config import param
-
-#: INT-ACT's metrics in a probe's row (and which object moved when one did)
-INTACT_ROW_FIELDS = ("intention_correct", "grasp_success", "task_success",
-                     "wrong_object_attempt", "wrong_object")
 
 @dataclass(frozen=True)
 class RoboFollowConfig:
@@ -154,7 +151,7 @@ class RoboFollowRun(Benchmark):
         if probe is not None and row["status"] == "ok":  # INT-ACT's metrics against the probe
             try:
                 metrics = intact_metrics(trial.task, record, row["complete"])
-                row["intact"] = {k: metrics[k] for k in INTACT_ROW_FIELDS}
+                row["intact"] = {k: metrics[k] for k in INTACT_FIELDS}
             except Exception as exc:  # noqa: BLE001 - as a scorer error: recorded, run goes on
                 row["intact_error"] = repr(exc)
         row["sim_timing_s"] = done.get("timing", {})  # where the sim's wall time went

@@ -101,8 +101,9 @@ def intact_metrics(task: TaskSpec, record: EpisodeRecord, complete: bool) -> dic
     moved = {name: np.linalg.norm(p - p[0], axis=1) for name, p in pos.items()}
     src_move = np.max([moved[s] for s in sources], axis=0)
     wrong_t, wrong_obj = None, None
+    fixtures = _fixtures(task)
     for name, disp in moved.items():
-        if name in sources or name in _fixtures(task):
+        if name in sources or name in fixtures:
             continue
         t = _first((disp > WRONG_OBJECT_MOVE) & (disp > src_move))
         if t is not None and (wrong_t is None or t < wrong_t):
