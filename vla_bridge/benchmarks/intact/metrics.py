@@ -82,9 +82,32 @@ def intact_metrics(task: TaskSpec, record: EpisodeRecord, complete: bool) -> dic
     if record.n == 0:
         raise ValueError(f"task {task.id}: empty episode record")
     pairs = task_sources(task)
+    fixtures = _fixtures(task)
+    return episode_metrics(task.id, pairs, record, complete,
+                           lambda name: name not in fixtures)
+
+
+def libero_metrics(probe, record: EpisodeRecord, success: bool) -> dict[str, Any]:
+    """INT-ACT metrics of a LIBERO episode of a ``libero_probes.LiberoProbe`` (the one arm is
+    the contract's left slot), from the world state the LIBERO sim publishes: the source is
+    the probe's ``source_instance``; the wrong-object rule watches the probe's movable
+    objects but the source and the container (``watched``: never the floor, the regions or
+    the articulated parts); ``success`` is LIBERO's goal predicates' verdict."""
+    if record.n == 0:
+        raise ValueError(f"task {probe.id}: empty episode record")
+    arm = next(iter(record.tcp_pos))
+    watched = set(probe.watched())
+    return episode_metrics(probe.id, [(arm, probe.source_instance)], record, success,
+                           lambda name: name in watched)
+
+
+def episode_metrics(task_id: str, pairs: list[tuple[str, str]], record: EpisodeRecord,
+                    complete: bool, watched) -> dict[str, Any]:
+    """The four metrics for (arm, source) ``pairs``; ``watched(name)``: whether a non-source
+    object counts for the wrong-object rule."""
     missing = [src for _, src in pairs if src not in record.pos]
     if missing:
-        raise ValueError(f"task {task.id}: object(s) {missing} not in the record ({sorted(record.pos)})")
+        raise ValueError(f"task {task_id}: object(s) {missing} not in the record ({sorted(record.pos)})")
     pos = {name: np.asarray(p, dtype=float) for name, p in record.pos.items()}
     per_source = []
     for arm, src in pairs:
@@ -101,9 +124,8 @@ def intact_metrics(task: TaskSpec, record: EpisodeRecord, complete: bool) -> dic
     moved = {name: np.linalg.norm(p - p[0], axis=1) for name, p in pos.items()}
     src_move = np.max([moved[s] for s in sources], axis=0)
     wrong_t, wrong_obj = None, None
-    fixtures = _fixtures(task)
     for name, disp in moved.items():
-        if name in sources or name in fixtures:
+        if name in sources or not watched(name):
             continue
         t = _first((disp > WRONG_OBJECT_MOVE) & (disp > src_move))
         if t is not None and (wrong_t is None or t < wrong_t):

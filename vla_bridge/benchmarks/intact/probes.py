@@ -72,6 +72,15 @@ class Probe:
     def category(self) -> str:
         return CATEGORY_OF[self.subcategory]
 
+    @property
+    def instruction(self) -> str:
+        return self.task.instruction
+
+    @property
+    def source_object(self) -> str:
+        """The object that counts as the source (its name in the world state)."""
+        return self.task.source
+
     def to_dict(self) -> dict:
         return {"id": self.id, "category": self.category, "subcategory": self.subcategory,
                 "base": self.base, "note": self.note, "task": self.task.to_dict()}

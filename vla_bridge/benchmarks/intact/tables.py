@@ -36,7 +36,7 @@ def _rate(rows: list[dict], key: str) -> dict:
 
 
 def summarize(rows: list[dict], probes: list[Probe]) -> dict:
-    """intact.json's content: per subcategory and per probe the four rates, Table 2's deltas
+    """intact.json's content (``probes``: RoboFollow's ``Probe``s or LIBERO's ``LiberoProbe``s): per subcategory and per probe the four rates, Table 2's deltas
     and the commonsense cases' wrong objects."""
     scored = [r for r in counted(rows) if isinstance(r.get("intact"), dict)]
     by_probe: dict[str, list[dict]] = {}
@@ -49,7 +49,7 @@ def summarize(rows: list[dict], probes: list[Probe]) -> dict:
             subcats[sub] = {"title": title, "episodes": len(chosen),
                             **{name: _rate(chosen, key) for name, key in METRICS}}
     per_probe = {p.id: {"subcategory": p.subcategory, "base": p.base,
-                        "instruction": p.task.instruction, "source": p.task.source,
+                        "instruction": p.instruction, "source": p.source_object,
                         **{name: _rate(by_probe[p.id], key) for name, key in METRICS},
                         "wrong_objects": sorted({r["intact"].get("wrong_object") for r in
                                                  by_probe[p.id]} - {None})}

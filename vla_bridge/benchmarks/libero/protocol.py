@@ -63,6 +63,9 @@ PRO_SUITES = (
     *(f"libero_object_temp_{axis}{d}" for axis in "xy" for d in ("0.1", "0.2", "0.3", "0.4",
                                                                  "0.5")),
 )
+#: suites of ours, as BDDL tasks written by our code, and the standard suite whose scene each
+#: varies: INT-ACT's probes (``benchmarks.intact.libero_probes``). No LIBERO-PRO perturbation.
+GENERATED_SUITES = {"libero_intact": "libero_object"}
 #: how a trial's seed makes its scene (run.json records it; a resume under another is refused):
 #: openpi's, one seed per task, initial state k after the k resets before it. Before it was
 #: named, each initial state had its own seed (seed + INIT, one reset): the furniture of
@@ -72,9 +75,12 @@ SEEDING = "openpi_per_task"
 
 def load_catalog() -> dict:
     """{suite: [{"index", "name", "instruction", "goal", ...}, ...]} from config/libero/: LIBERO's
-    suites (suites.json) and LIBERO-PRO's (libero_pro.json's "suites")."""
+    suites (suites.json) and LIBERO-PRO's (libero_pro.json's "suites"), and our generated
+    suites' (``GENERATED_SUITES``), from the code that writes their BDDL files."""
+    from vla_bridge.benchmarks.intact import libero_probes
     catalog = json.loads(config_path(CATALOG).read_text())
     catalog.update(load_pro_catalog()["suites"])
+    catalog[libero_probes.SUITE] = libero_probes.catalog()
     return catalog
 
 
@@ -83,6 +89,12 @@ def load_pro_catalog() -> dict:
     of initial states "init_states"]}, "bases": {suite: base suite}, "perturbations": {suite:
     what it changes}, "unavailable": {the package's suites we cannot run: why}}."""
     return json.loads(config_path(PRO_CATALOG).read_text())
+
+
+def scene_suite(suite: str) -> str:
+    """The standard suite whose scene, step budget and training tasks a suite varies: a
+    LIBERO-PRO suite's base suite, a generated suite's ``GENERATED_SUITES`` entry."""
+    return GENERATED_SUITES.get(suite) or base_suite(suite)
 
 
 def base_suite(suite: str) -> str:
