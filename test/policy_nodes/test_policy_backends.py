@@ -386,3 +386,22 @@ def test_lerobot_checkpoint_runs_through_the_policy_node(kind, config, tmp_path)
     assert np.abs(commands).max() < 0.1
     assert np.abs(commands[:, 1] - 0.75).min() > 0.5  # joint 2 left home (0.75 rad)
     assert np.ptp(commands, axis=0).max() > 1e-4
+
+
+def test_hold_keeps_still_in_each_embodiment():
+    """ALOHA-PiPER: the measured joints; LIBERO's Panda: zero eef deltas, gripper open."""
+    import numpy as np
+    from vla_bridge import contract as C
+    from vla_bridge.embodiment.world import Observation
+    from vla_bridge.policy_nodes.registry import make_policy
+    state = np.arange(8, dtype=float)
+    libero = make_policy("hold?embodiment=libero_panda", chunk_size=5)
+    chunk = libero.predict(Observation(state=state, images={}))
+    assert libero.embodiment == C.LIBERO_PANDA.name and chunk.shape == (5, 7)
+    assert np.all(chunk[:, :6] == 0) and np.all(chunk[:, 6] == C.GRIPPER_OPEN)
+    aloha = make_policy("hold", chunk_size=3)
+    joints = np.linspace(-1, 1, 14)
+    assert np.array_equal(aloha.predict(Observation(state=joints, images={})),
+                          np.tile(joints, (3, 1)))
+    with pytest.raises(ValueError, match="unknown embodiment"):
+        make_policy("hold?embodiment=ur5")
