@@ -1,5 +1,5 @@
 """`vla-bridge tasks`: list, filter and dry-run the RoboFollow suites (and, with ``--intact``,
-INT-ACT's probes on Scene 2)."""
+INT-ACT's probes on Scene 2, or with ``--intact --benchmark libero`` on LIBERO)."""
 from __future__ import annotations
 
 import argparse
@@ -22,10 +22,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="list INT-ACT's probes instead: 'all' (the default when given "
                              "alone), or comma-separated subcategories, categories or probe ids, "
                              "as `launch robofollow_sim --intact`")
+    parser.add_argument("--benchmark", choices=("robofollow", "libero"), default="robofollow",
+                        help="--intact: the probes on RoboFollow's Scene 2 (default) or on "
+                             "LIBERO (suite libero_intact: `launch libero_sim --suite "
+                             "libero_intact --tasks N`)")
+
+
+def _libero_probes(args: argparse.Namespace) -> int:
+    from vla_bridge.benchmarks.intact import libero_probes, probes
+
+    names = [n.strip() for n in ("" if args.intact == "all" else args.intact).split(",")
+             if n.strip()]
+    known = set(probes.SUBCATEGORY_NAMES) | set(probes.CATEGORY_OF.values())
+    try:
+        ids = [libero_probes.probe(n).id for n in names if n not in known]
+    except ValueError as exc:
+        print(f"vla-bridge tasks: {exc}", file=sys.stderr)
+        return 2
+    chosen = [p for p in libero_probes.probes() if not names or p.id in ids
+              or p.subcategory in names or p.category in names]
+    for p in chosen:
+        print(f"{p.index:>2}  {p.subcategory:<22}  {p.id}")
+        if args.instructions:
+            print(f"      {p.instruction}")
+            print(f"      source {p.source_instance}; goal {p.goal()[0]}; varies {p.base_id}"
+                  + (f"; added {list(p.added)}" if p.added else "")
+                  + (f"; {p.note}" if p.note else ""))
+    per_sub = Counter(p.subcategory for p in chosen)
+    print("\nprobes per subcategory: " + ", ".join(f"{s} {n}" for s, n in per_sub.items()))
+    print(f"{len(chosen)} probes (suite {libero_probes.SUITE}; the first column is the task "
+          "number for --tasks)")
+    return 0
 
 
 def _probes(args: argparse.Namespace) -> int:
     from vla_bridge.benchmarks.intact import probes
+
+    if args.benchmark == "libero":
+        return _libero_probes(args)
 
     try:
         chosen = probes.select_spec(args.intact)

@@ -191,3 +191,19 @@ def test_the_tables_take_libero_rows():
     assert summary["subcategories"]["ood_source"]["success"]["k"] == 0
     assert summary["subcategories"]["ood_source"]["intention"]["k"] == 5
     assert summary["probes"]["libero_intact_ood_source_cookies"]["source"] == "cookies_1"
+
+
+def test_vla_bridge_tasks_lists_the_libero_probes(capsys):
+    from vla_bridge.cli import main
+    assert main(["tasks", "--intact", "commonsense_distractor,libero_intact_ood_source_cookies",
+                 "--benchmark", "libero", "--instructions"]) == 0
+    out = capsys.readouterr().out
+    cookies = L.probe("libero_intact_ood_source_cookies")
+    assert f"{cookies.index:>2}  ood_source" in out and cookies.instruction in out
+    assert out.count("commonsense_distractor  libero_intact_") == 5
+    assert "6 probes (suite libero_intact" in out
+    assert main(["tasks", "--intact", "--benchmark", "libero"]) == 0
+    assert "55 probes" in capsys.readouterr().out
+    assert main(["tasks", "--intact", "nope", "--benchmark", "libero"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown LIBERO INT-ACT probe 'nope'" in err and len(err.splitlines()) == 1

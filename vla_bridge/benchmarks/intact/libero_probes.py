@@ -394,8 +394,8 @@ def probe(probe_id: str) -> LiberoProbe:
     for p in probes():
         if p.id == probe_id:
             return p
-    raise ValueError(f"unknown LIBERO INT-ACT probe {probe_id!r}; known: "
-                     + ", ".join(p.id for p in probes()))
+    raise ValueError(f"unknown LIBERO INT-ACT probe {probe_id!r}; `vla-bridge tasks --intact "
+                     "--benchmark libero` lists them")
 
 
 def by_index(index: int) -> LiberoProbe:
