@@ -53,9 +53,28 @@ def test_recording_writes_every_episodes_bag_and_changes_no_score(tmp_path):
         for camera in C.ALOHA_PIPER.camera_names:
             assert counts[C.image_topic(camera)] == CALLS  # one image per observation
         assert C.cued_image_topic(C.ALOHA_PIPER.camera_names[0]) not in counts  # no cue protocol: no overlay
+        _check_log_times(tmp_path / "recorded" / row["bag"])
     run_dir = tmp_path / "recorded"
     assert sorted(p.name for p in (run_dir / "bags").iterdir() if not p.name.startswith(".")) \
         == [f"scene1__{TASK}__r1", f"scene1__{TASK}__r2"]
+
+
+def _check_log_times(bag):
+    """Per topic, the log times (the recorder's receive times, taken in batches) follow the
+    order the messages were sent in: /clock's sim time never goes back in log-time order, and
+    every log time lies within the episode's wall-clock span."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    with open(bag / f"{bag.name}.mcap", "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        clock = [(m.log_time, msg.clock.sec * 10**9 + msg.clock.nanosec)
+                 for _, _, m, msg in reader.iter_decoded_messages(topics=[C.TOPIC_CLOCK],
+                                                                  log_time_order=True)]
+    assert len(clock) > 100
+    sim_ns = [c for _, c in clock]
+    assert sim_ns == sorted(sim_ns) and len(set(sim_ns)) == len(sim_ns)
+    span_s = (clock[-1][0] - clock[0][0]) / 1e9
+    assert 0 < span_s < 60
 
 
 def test_a_recorded_camera_image_decodes_to_a_real_render(tmp_path):
