@@ -45,7 +45,7 @@ def _libero_probes(args: argparse.Namespace) -> int:
         print(f"{p.index:>2}  {p.subcategory:<22}  {p.id}")
         if args.instructions:
             print(f"      {p.instruction}")
-            print(f"      source {p.source_instance}; goal {p.goal()[0]}; varies {p.base_id}"
+            print(f"      source {p.source_object}; goal {p.goal()[0]}; varies {p.base_id}"
                   + (f"; added {list(p.added)}" if p.added else "")
                   + (f"; {p.note}" if p.note else ""))
     per_sub = Counter(p.subcategory for p in chosen)

@@ -74,9 +74,8 @@ class LiberoRun(Benchmark):
         self.protocol = str(params.get("cue_protocol") or "").strip()
         suites = [x.strip() for x in str(params.get("suites") or "").split(",")]
         #: INT-ACT's probes: their metrics need the episodes' frames (the world state)
-        self.intact = libero_probes.SUITE in suites
-        self.records_frames = self.intact
-        if self.intact and self.protocol:
+        self.records_frames = libero_probes.SUITE in suites
+        if self.records_frames and self.protocol:
             raise ValueError(f"{libero_probes.SUITE} runs without a cue protocol")
         self.family = self.variant = None
         if self.protocol not in ("", "original"):

@@ -56,7 +56,7 @@ def test_the_originals_are_libero_objects_own_scenes():
     originals = [p for p in L.probes() if p.subcategory == "original"]
     assert len(originals) == 5
     for p in originals:
-        task = by_source[p.source_instance]
+        task = by_source[p.source_object]
         assert p.catalog_entry()["objects"] == task["objects"], p.id
         assert p.goal() == task["goal"] and p.instruction == task["instruction"], p.id
 
@@ -82,10 +82,10 @@ def test_each_bddl_problem_holds_its_objects_placement_and_goal(p):
     assert len(set(init.values())) == len(init)  # one region per object
     (pred, a, b), = p.goal()
     assert f"(And ({pred.capitalize()} {a} {b}))" in text
-    assert a == p.source_instance and a in objects
+    assert a == p.source_object and a in objects
     assert (b == f"{p.target_instance}_contain_region") == (p.target == "basket"
                                                              and not p.relation)
-    assert p.source_instance not in p.watched() and p.target_instance not in p.watched() \
+    assert p.source_object not in p.watched() and p.target_instance not in p.watched() \
         or p.relation
 
 
@@ -121,7 +121,7 @@ def _record(p, n=30, tcp=None, grip=None, moves=None) -> EpisodeRecord:
 
 def test_metrics_of_a_reach_a_grasp_and_a_moved_distractor():
     p = L.probe("libero_intact_original_alphabet_soup")
-    src = p.source_instance
+    src = p.source_object
     n = 30
     at_src = np.tile([0.0, 0.0, 0.05], (n, 1))  # the source is object 0, at the origin
     # a reach: the TCP comes within 4 cm of the source, the gripper stays open
@@ -173,7 +173,7 @@ def test_a_relation_probe_watches_its_target_item():
 def test_a_record_without_the_source_is_refused():
     p = L.probes()[0]
     record = _record(p)
-    del record.pos[p.source_instance]
+    del record.pos[p.source_object]
     with pytest.raises(ValueError, match="not in the record"):
         libero_metrics(p, record, False)
 

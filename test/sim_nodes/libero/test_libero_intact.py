@@ -104,7 +104,7 @@ def test_a_probe_resets_with_a_checkable_goal_and_the_metrics_of_handmade_episod
                     b.env.env.sim.forward()
             return after
 
-        out["reach"] = run(towards(probe.source_instance, 0.045), 60)
+        out["reach"] = run(towards(probe.source_object, 0.045), 60)
         out["reach_elsewhere"] = run(towards("cream_cheese_1", 0.06), 60)
         oracle = LiberoOracle(chunk_size=5)
         oracle.set_instruction(probe.instruction, {"goal": probe.goal()})
@@ -115,13 +115,19 @@ def test_a_probe_resets_with_a_checkable_goal_and_the_metrics_of_handmade_episod
         again = {k: o.pos.tolist() for k, o in b.world_state().objects.items() if k in out["start"]}
         session.begin(L.SUITE, f"{probe.index}:1", 7, Budget(5, 5))
         other = {k: o.pos.tolist() for k, o in b.world_state().objects.items() if k in out["start"]}
+        try:  # an absurd initial state is refused in one line, the episode left as it was
+            session.begin(L.SUITE, f"{probe.index}:50", 7, Budget(5, 5))
+            out["init_50"] = "accepted"
+        except ValueError as exc:
+            out["init_50"] = str(exc)
         out["same_again"] = again == out["start"]
         out["init_1_differs"] = other != out["start"]
         print(json.dumps(out))
     """, timeout=600)
     assert got["goal_at_start"] is False  # LIBERO's predicates checked, not holding
     assert set(got["start"]) == set(L.probe("libero_intact_original_alphabet_soup").objects())
-    assert got["same_again"] and got["init_1_differs"]  # a seed's scene, another state's
+    assert got["same_again"] and got["init_1_differs"]
+    assert got["init_50"] == "initial state 50 out of range 0..49"  # a seed's scene, another state's
     reach, elsewhere, oracle = got["reach"], got["reach_elsewhere"], got["oracle"]
     assert reach["intention_correct"] and not reach["grasp_success"]
     assert not reach["task_success"] and not reach["wrong_object_attempt"]

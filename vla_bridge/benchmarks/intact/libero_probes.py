@@ -76,6 +76,11 @@ _ORIGINAL_OTHERS = {
 }
 
 
+def instance(category: str) -> str:
+    """A category's one BDDL instance in a probe's scene (LIBERO's naming: ``butter_1``)."""
+    return f"{category}_1"
+
+
 @dataclass(frozen=True)
 class LiberoProbe:
     """One probe on LIBERO-Object's scene: the source in the target-object region, the
@@ -95,11 +100,11 @@ class LiberoProbe:
 
     @property
     def id(self) -> str:
-        return f"libero_intact_{self.subcategory}_{self.short}"
+        return f"{SUITE}_{self.subcategory}_{self.short}"
 
     @property
     def base_id(self) -> str:
-        return f"libero_intact_original_{self.base}"
+        return f"{SUITE}_original_{self.base}"
 
     @property
     def category(self) -> str:
@@ -107,17 +112,14 @@ class LiberoProbe:
         return CATEGORY_OF[self.subcategory]
 
     @property
-    def source_instance(self) -> str:
-        return f"{self.source}_1"
-
-    @property
     def source_object(self) -> str:
-        """The object that counts as the source (its name in the world state)."""
-        return self.source_instance
+        """The object that counts as the source (its BDDL instance, its name in the world
+        state)."""
+        return instance(self.source)
 
     @property
     def target_instance(self) -> str:
-        return f"{self.target}_1"
+        return instance(self.target)
 
     @property
     def name(self) -> str:
@@ -127,26 +129,26 @@ class LiberoProbe:
     def objects(self) -> dict[str, str]:
         """{instance: category} of every movable object, in the BDDL's order."""
         cats = (self.source, self.target, *self.others, *self.added)
-        return {f"{c}_1": c for c in cats}
+        return {instance(c): c for c in cats}
 
     def placement(self) -> dict[str, str]:
         """{instance: floor region} of the BDDL's ``:init``."""
-        out = {self.source_instance: "target_object_region",
+        out = {self.source_object: "target_object_region",
                self.target_instance: "bin_region"}
-        out.update({f"{c}_1": r for c, r in zip(self.others, OTHER_REGIONS)})
-        out.update({f"{c}_1": r for c, r in zip(self.added, EXTRA_REGIONS)})
+        out.update({instance(c): r for c, r in zip(self.others, OTHER_REGIONS)})
+        out.update({instance(c): r for c, r in zip(self.added, EXTRA_REGIONS)})
         return out
 
     def goal(self) -> list[list[str]]:
         """The BDDL goal as the catalog writes it (lower-case predicates)."""
         if self.target in CONTAINED and not self.relation:
-            return [["in", self.source_instance, f"{self.target_instance}_contain_region"]]
-        return [["on", self.source_instance, self.target_instance]]
+            return [["in", self.source_object, f"{self.target_instance}_contain_region"]]
+        return [["on", self.source_object, self.target_instance]]
 
     def watched(self) -> list[str]:
         """The objects the wrong-object rule watches: every movable one but the source and
         the container (a relation's target item is watched: knocking it aside is a move)."""
-        return [i for i in self.objects() if i != self.source_instance
+        return [i for i in self.objects() if i != self.source_object
                 and (self.relation or i != self.target_instance)]
 
     def bddl(self) -> str:
@@ -168,7 +170,7 @@ class LiberoProbe:
                 f"  (:language {language})\n    (:regions\n" + "\n".join(regions)
                 + "\n    )\n\n  (:fixtures\n    floor - floor\n  )\n\n"
                 f"  (:objects\n{objects}\n  )\n\n"
-                f"  (:obj_of_interest\n    {self.source_instance}\n    {self.target_instance}\n  )\n\n"
+                f"  (:obj_of_interest\n    {self.source_object}\n    {self.target_instance}\n  )\n\n"
                 f"  (:init\n{init}\n  )\n\n  (:goal\n    (And {goal})\n  )\n\n)\n")
 
     def catalog_entry(self) -> dict:
@@ -183,7 +185,7 @@ class LiberoProbe:
 
     def to_dict(self) -> dict:
         return {"id": self.id, "category": self.category, "subcategory": self.subcategory,
-                "base": self.base_id, "source": self.source_instance,
+                "base": self.base_id, "source": self.source_object,
                 "target": self.target_instance, "note": self.note,
                 "watched": self.watched()}
 

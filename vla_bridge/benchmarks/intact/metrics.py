@@ -90,14 +90,14 @@ def intact_metrics(task: TaskSpec, record: EpisodeRecord, complete: bool) -> dic
 def libero_metrics(probe, record: EpisodeRecord, success: bool) -> dict[str, Any]:
     """INT-ACT metrics of a LIBERO episode of a ``libero_probes.LiberoProbe`` (the one arm is
     the contract's left slot), from the world state the LIBERO sim publishes: the source is
-    the probe's ``source_instance``; the wrong-object rule watches the probe's movable
+    the probe's ``source_object``; the wrong-object rule watches the probe's movable
     objects but the source and the container (``watched``: never the floor, the regions or
     the articulated parts); ``success`` is LIBERO's goal predicates' verdict."""
     if record.n == 0:
         raise ValueError(f"task {probe.id}: empty episode record")
     arm = next(iter(record.tcp_pos))
     watched = set(probe.watched())
-    return episode_metrics(probe.id, [(arm, probe.source_instance)], record, success,
+    return episode_metrics(probe.id, [(arm, probe.source_object)], record, success,
                            lambda name: name in watched)
 
 
