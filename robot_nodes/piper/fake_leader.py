@@ -184,14 +184,14 @@ class FakeLeader:
             if not self.silent:
                 frames, carried = frames_for(target, self.speed_percent, self.effort,
                                              self.stroke_max_m)
-                stamp = time.time()
+                # logged before it goes out: a follower never holds a frame sent() lacks
+                self._sent.append((time.time(), carried))
                 try:
                     for can_id, data in frames:
                         bus.send(can.Message(arbitration_id=can_id, data=data,
                                              is_extended_id=False))
                 except can.CanError:
                     pass  # a full receiver queue: the next tick sends again
-                self._sent.append((stamp, carried))
             next_t += self.period
             delay = next_t - time.monotonic()
             if delay > 0:

@@ -95,9 +95,10 @@ def test_teleop_demos_record_and_export_to_lerobot(tmp_path):
         code = session.run(scripted(keys, before={0: silence(True), 1: silence(False),
                                                  8: send_a_chunk}))
         assert code == 130
-        # the leaders' targets as they went on the bus, per arm (7 values each)
-        sent = {arm: np.array([v for _, v in leader.sent()]) for arm, leader in leaders.items()}
+        # what the followers got, then the leaders' targets as they went on the bus, per arm
+        # (7 values each): in this order, a frame sent in between is in both
         frames = {arm: fake.frames() for arm, fake in fakes.items()}
+        sent = {arm: np.array([v for _, v in leader.sent()]) for arm, leader in leaders.items()}
     finally:
         graph.close()
     text = "\n".join(lines)

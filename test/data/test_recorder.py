@@ -233,3 +233,24 @@ def test_a_repeated_begin_keeps_the_open_bag_and_is_answered_again(tmp_path):
     (bag,) = [p for p in (tmp_path / B.BAGS_DIR).iterdir() if not p.name.startswith(".")]
     counts = B.read_counts(bag)
     assert counts[C.TOPIC_EPISODE_CONTROL] == 3 and counts[C.image_topic("cam_high")] == 1
+
+
+def test_the_batching_pause_happens_only_on_an_executor_of_its_own(tmp_path):
+    """The pause between takes holds the executor's thread: alone (its own process) the node
+    pauses, beside other nodes (the in-process teleop graph) it must not (it held their
+    callbacks back by seconds there)."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    graph = _Graph(tmp_path / "run")  # the recorder beside a publisher node
+    try:
+        assert graph.recorder.config.batch_s > 0
+        assert not graph.recorder.spun_alone()
+        graph.executor.remove_node(graph.node)
+        assert graph.recorder.spun_alone()
+        graph.executor.remove_node(graph.recorder)
+        assert not graph.recorder.spun_alone()  # on no executor at all
+        alone = SingleThreadedExecutor(context=graph.context)
+        alone.add_node(graph.recorder)
+        assert graph.recorder.spun_alone()
+    finally:
+        graph.close()

@@ -36,7 +36,11 @@ queued on that topic, then lets the queues fill for ``batch_s`` (10 ms) before i
 again, so a sim sending three per-tick messages every millisecond wakes it a few times per
 batch instead of once per message. Nothing is lost (the state topics keep 100 messages), the
 log times stay the middleware's, and only the bags' closing and the answers to the evaluator
-come up to ``batch_s`` later.
+come up to ``batch_s`` later. The pause holds the executor's thread, so the node pauses only
+when it has its executor to itself (its own process, ``main()``); on an executor shared with
+other nodes (an in-process graph) it takes what is queued and never pauses: a 10 ms pause per
+wake-up there held back the other nodes' callbacks by seconds (measured: the teleop graph's
+recorder answered a begin after more than 15 s).
 """
 from __future__ import annotations
 
@@ -69,7 +73,8 @@ class RecorderConfig:
     """The recorder node's parameters (``vla-bridge params recorder_node``)."""
     output: str = param("runs/latest", "the run directory: bags go to <output>/bags/<episode>/")
     batch_s: float = param(0.01, "seconds the queues fill after a wake-up before the next wait "
-                                 "(0: wake up for every message)")
+                                 "(0: wake up for every message; no pause on an executor "
+                                 "shared with other nodes)")
 
 
 def _endpoint_qos(profile) -> EndpointQos:
@@ -121,9 +126,14 @@ class RecorderNode(Node):
             self.receive(topic, raw, min([now] + [ts for _, ts in queued[:1] if ts]))
             for raw_next, received_ns in queued:
                 self.receive(topic, raw_next, received_ns)
-            if self.config.batch_s > 0:
+            if self.config.batch_s > 0 and self.spun_alone():
                 time.sleep(self.config.batch_s)  # the queues fill; no CPU meanwhile
         return handle
+
+    def spun_alone(self) -> bool:
+        """Whether this node is the only one its executor spins (see module doc, batching)."""
+        executor = self.executor
+        return executor is not None and list(executor.get_nodes()) == [self]
 
     def receive(self, topic: str, raw: bytes, received_ns: int | None = None) -> None:
         now = received_ns or time.time_ns()
