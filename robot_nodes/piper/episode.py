@@ -10,7 +10,7 @@ On contract.TOPIC_EPISODE_STATUS:
               max_policy_calls are spent
   error       {"message": ...}: at begin, when `ready_wait_s` after it the table is still not
               calibrated, the tracker node is not heard, or an object the task names
-              (`TASK_OBJECT_KEYS`) is not tracked (with `require_task_objects`); in an episode
+              (`task_objects`) is not tracked (with `require_task_objects`); in an episode
               with no progress (ready, chunk_done) for `stall_timeout_s`: the frames keep
               coming, so the evaluator's own progress timeout would never fire; when the
               tracker node is gone; a rejected action chunk.
@@ -38,9 +38,18 @@ from vla_bridge.ros import messages
 from vla_bridge.robot_nodes.tracker.tracker import tcp_states
 from vla_bridge.embodiment.world import ObjectState, WorldState
 
-__all__ = ["TASK_OBJECT_KEYS", "EpisodeProtocol"]
+__all__ = ["TASK_OBJECT_KEYS", "TARGET_OBJECT_KEYS", "task_objects", "EpisodeProtocol"]
 
 TASK_OBJECT_KEYS = ("source", "anchor")  # task fields that name tracked objects
+TARGET_OBJECT_KEYS = ("target_object", "second_source")  # and fields of its target
+
+
+def task_objects(task: dict) -> list[str]:
+    """The objects a begin's task names (its source, anchor, target object or bowl, a
+    sequence's second source): the scorer needs each of them tracked."""
+    target = task.get("target") if isinstance(task.get("target"), dict) else {}
+    names = [task.get(k) for k in TASK_OBJECT_KEYS] + [target.get(k) for k in TARGET_OBJECT_KEYS]
+    return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
 NO_COMMANDS = "no /joint_commands from the robot node yet"
 
 
@@ -194,8 +203,7 @@ class EpisodeProtocol:
             return (f"the table is not calibrated: board markers {tracker.get('board')} "
                     f"must be visible to {camera} ({tracker.get('image_topic')})")
         if self.require_task_objects:
-            wanted = [self.task.get(k) for k in TASK_OBJECT_KEYS]
-            wanted = [w for w in wanted if isinstance(w, str) and w]
+            wanted = task_objects(self.task)
             tracked = self.tracked()
             missing = [w for w in wanted if w not in tracked]
             if missing:

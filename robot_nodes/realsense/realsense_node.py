@@ -103,6 +103,9 @@ class RealSenseConfig:
     synthetic_height: int = param(480, "synthetic render height of full_resolution_cameras")
     synthetic_scene: str = param("scene1", "the scene the synthetic cameras show")
     synthetic_layout: str = param("default", "the layout of that scene")
+    synthetic_intact: str = param("", "INT-ACT probes (an --intact selection) whose table the "
+                                  "synthetic cameras show instead of synthetic_scene and "
+                                  "synthetic_layout; they must share one table")
     objects_file: str = param("", "the tracker's markers drawn in the synthetic scene (empty: "
                               "config/real_objects.yaml)")
 
@@ -299,10 +302,13 @@ class RealsenseNode(Node):
         sizes = {cam: full if cam in self.full_resolution else self.out_size
                  for cam in self.cameras}
         markers = TrackerConfig.load(p.objects_file or None)
+        scene, layout, edits = str(p.synthetic_scene), str(p.synthetic_layout), None
+        if str(p.synthetic_intact).strip():  # one probe table (ValueError: several, or unknown)
+            from vla_bridge.benchmarks.intact.pilot_cards import table_setup
+            scene, layout, edits = table_setup(str(p.synthetic_intact))
         return SyntheticCameras(self.cameras, sizes, self.latest_joints, self.on_frame,
-                                self.get_logger(), fps=float(p.synthetic_fps),
-                                scene=str(p.synthetic_scene),
-                                layout=str(p.synthetic_layout), markers=markers)
+                                self.get_logger(), fps=float(p.synthetic_fps), scene=scene,
+                                layout=layout, markers=markers, edits=edits)
 
     def latest_joints(self) -> np.ndarray | None:
         """The newest joint state as a contract vector (a missing arm at home), or None."""

@@ -4,7 +4,8 @@ For fake hardware on a machine without cameras (`realsense_node` parameter `sour
 synthetic`, or `auto` with `use_fake_hardware` and neither serials nor recordings). Pure: no
 rclpy; the node hands in the joint states and publishes what comes out.
 
-The scene is the RoboFollow scene's layout (scene1, default layout, without jitter) built by
+The scene is the RoboFollow scene's layout (scene1, default layout, without jitter; or an
+INT-ACT probe's table: Scene 2 with the probe's LIBERO objects, `scene_layout`) built by
 the simulator's model generator (vla_bridge/embodiment/mjcf.py) with the workcell's cameras
 (embodiment/cameras.py `default_cameras`), plus the marker tracker's ArUco markers where
 config/real_objects.yaml puts them: the calibration board on the table and one marker on top
@@ -48,13 +49,24 @@ def _mujoco():
 # ------------------------------------------------------------------------------ the model
 
 
-def scene_layout(scene: str, layout: str):
-    """(objects, fixtures, spawn) of a scene's layout at its nominal places (no jitter)."""
+def scene_layout(scene: str, layout: str, edits: dict | None = None):
+    """(objects, fixtures, spawn, LIBERO bodies) of a scene's layout at its nominal places (no
+    jitter), with a probe's scene edits (``benchmarks.intact.scene_edits``): the LIBERO objects
+    [(body name, LiberoAsset)] stand in the spawn, the bodies they replace are left out."""
+    from vla_bridge.benchmarks.intact import scene_edits
+    from vla_bridge.embodiment import libero_assets
     spec = load_scene(scene)
     spawn = sample_layout(dataclasses.replace(spec, jitter={}), layout, seed=0)
-    objects = spec.layout_objects(layout)
-    fixtures = [spec.fixtures[name] for name in spawn if name in spec.fixtures]
-    return objects, fixtures, spawn
+    edited, removed = scene_edits.resolve(scene_edits.check(edits, libero_assets.NAMES), spawn)
+    libero = []
+    for body in edited:  # LiberoAssetsMissing here, at the node's start
+        asset = libero_assets.load_asset(body.asset)
+        libero.append((body.name, asset))
+        spawn[body.name] = np.array([*body.xy, asset.rest_z(spec.table_z)])
+    objects = [o for o in spec.layout_objects(layout) if o.name not in removed]
+    fixtures = [spec.fixtures[name] for name in spawn
+                if name in spec.fixtures and name not in removed]
+    return objects, fixtures, spawn, libero
 
 
 def _add_marker(spec, parent, markers: TrackerConfig, marker_id: int, length: float,
@@ -76,23 +88,30 @@ def _add_marker(spec, parent, markers: TrackerConfig, marker_id: int, length: fl
 
 
 def build_model(scene: str = "scene1", layout: str = "default",
-                markers: TrackerConfig | None = None, max_size: tuple[int, int] = (1280, 960)):
-    """The compiled MjModel: the layout with the board and object markers of `markers`
-    (default: config/real_objects.yaml); offscreen buffer at least `max_size` (w, h)."""
+                markers: TrackerConfig | None = None, max_size: tuple[int, int] = (1280, 960),
+                edits: dict | None = None):
+    """The compiled MjModel: the layout (with a probe's ``edits``) and the board and object
+    markers of `markers` (default: config/real_objects.yaml); offscreen buffer at least
+    `max_size` (w, h). Each tracked body carries its marker where the tracker expects it: at
+    minus its ``center_offset`` from the body's centre (the bodies stand unrotated, so the
+    marker frame's axes are the body's)."""
     mujoco = _mujoco()
     markers = markers or TrackerConfig.load()
-    objects, fixtures, spawn = scene_layout(scene, layout)
-    spec = mujoco.MjSpec.from_string(build_mjcf(objects, spawn, fixtures=fixtures))
+    objects, fixtures, spawn, libero = scene_layout(scene, layout, edits)
+    bodies = [asset.mjcf(name, spawn[name]) for name, asset in libero]
+    spec = mujoco.MjSpec.from_string(build_mjcf(objects, spawn, fixtures=fixtures,
+                                                extra_bodies=bodies))
     for marker_id, board in markers.board.items():
         # centred in the table top: the printed face sits just above it
         _add_marker(spec, spec.worldbody, markers, marker_id, markers.board_marker_length,
                     board.center, board.yaw)
     by_name = {obj.name: obj for obj in markers.objects.values()}
-    for obj in objects:
-        tracked = by_name.get(obj.name)
-        if tracked is not None:  # on the object's top face, riding with the body
-            _add_marker(spec, spec.body(obj.name), markers, tracked.id, tracked.marker_length,
-                        (0.0, 0.0, obj.half_z))
+    names = [o.name for o in objects] + [f.name for f in fixtures] + [n for n, _ in libero]
+    for name in names:
+        tracked = by_name.get(name)
+        if tracked is not None:  # riding with the body (centred in its surface, as the board's)
+            _add_marker(spec, spec.body(name), markers, tracked.id, tracked.marker_length,
+                        -np.asarray(tracked.center_offset, float))
     spec.visual.global_.offwidth = max(spec.visual.global_.offwidth, int(max_size[0]))
     spec.visual.global_.offheight = max(spec.visual.global_.offheight, int(max_size[1]))
     return spec.compile()
@@ -103,9 +122,10 @@ class SyntheticWorkcell:
     from one thread only: each renderer's GL context belongs to the thread that made it."""
 
     def __init__(self, scene: str = "scene1", layout: str = "default",
-                 markers: TrackerConfig | None = None, max_size: tuple[int, int] = (1280, 960)):
+                 markers: TrackerConfig | None = None, max_size: tuple[int, int] = (1280, 960),
+                 edits: dict | None = None):
         mujoco = _mujoco()
-        self.model = build_model(scene, layout, markers, max_size)
+        self.model = build_model(scene, layout, markers, max_size, edits)
         self.data = mujoco.MjData(self.model)
         m = self.model
         self._arm_qadr = {arm: [m.jnt_qposadr[m.joint(f"{arm}_{j}").id] for j in C.ARM_JOINTS]
@@ -159,15 +179,16 @@ class SyntheticCameras:
 
     def __init__(self, cameras, sizes: dict[str, tuple[int, int]], joints: Callable,
                  on_frame: Callable, log, *, fps: float = 10.0, scene: str = "scene1",
-                 layout: str = "default", markers: TrackerConfig | None = None):
+                 layout: str = "default", markers: TrackerConfig | None = None,
+                 edits: dict | None = None):
         self.cameras = tuple(cameras)
         self.sizes = {cam: (int(sizes[cam][0]), int(sizes[cam][1])) for cam in self.cameras}
         self.joints, self.on_frame, self.log = joints, on_frame, log
         self.period = 1.0 / float(fps)
-        self.scene, self.layout = scene, layout
+        self.scene, self.layout, self.edits = scene, layout, edits or {}
         largest = (max(w for w, _ in self.sizes.values()), max(h for _, h in self.sizes.values()))
         # compiled here, so a bad scene or markers file fails the node's start
-        self.workcell = SyntheticWorkcell(scene, layout, markers, largest)
+        self.workcell = SyntheticWorkcell(scene, layout, markers, largest, edits)
         self.intrinsics = {cam: self.workcell.intrinsics(cam, *self.sizes[cam])
                            for cam in self.cameras}
         self.frames = self.renders = self.errors = 0
@@ -179,8 +200,9 @@ class SyntheticCameras:
 
     def describe(self) -> str:
         sizes = ", ".join(f"{cam} {w}x{h}" for cam, (w, h) in self.sizes.items())
-        return (f"synthetic cameras: MuJoCo renders of {self.scene} ({self.layout} layout, with "
-                f"the tracker's markers) at the joint states on {C.TOPIC_JOINT_STATES}, "
+        edited = f", edited: {self.edits}" if self.edits else ""
+        return (f"synthetic cameras: MuJoCo renders of {self.scene} ({self.layout} layout"
+                f"{edited}, with the tracker's markers) at the joint states on {C.TOPIC_JOINT_STATES}, "
                 f"{1.0 / self.period:g} fps ({sizes})")
 
     def start(self) -> SyntheticCameras:

@@ -9,9 +9,9 @@ Pure (numpy + OpenCV, no rclpy), so it is testable on synthetic images and reusa
   the fit's RMS reprojection error is reported and bounded.
 * Objects: each object carries a marker on its top face; `cv2.solvePnPGeneric` with
   SOLVEPNP_IPPE_SQUARE returns both planar solutions, and the one whose marker normal points
-  up in the world is kept (a small marker's flip ambiguity, resolved by the table). The
-  object's centre is `center_offset_m` (default: half its height below the marker) in the
-  marker frame.
+  up in the world is kept (a small marker's flip ambiguity, resolved by the table); with
+  `upright_objects` the pose is then levelled (`level`: face up, yaw kept). The object's
+  centre is `center_offset_m` (default: half its height below the marker) in the marker frame.
 * Robot: `tcp_states` gives both arms' tool-centre poses in the world frame from joint angles
   (forward kinematics of `vla_bridge.embodiment.kinematics`, mounts of `vla_bridge.embodiment.workcell`), the same
   functions the simulator's model is checked against.
@@ -292,12 +292,26 @@ class MarkerTracker:
             camera_from_marker, _ = self._marker_pose(det, obj.marker_length, K, D,
                                                       calibration.world_from_camera)
             world_from_marker = calibration.world_from_camera @ camera_from_marker
+            if self.config.upright_objects:
+                world_from_marker = level(world_from_marker)
             centre = world_from_marker @ np.append(obj.center_offset, 1.0)
             out[obj.name] = ObjectState(name=obj.name, pos=centre[:3],
                                         quat=mat_to_quat(world_from_marker[:3, :3]),
                                         size=obj.size.copy(), rgba=obj.rgba.copy(),
                                         shape=obj.shape)
         return out
+
+
+def level(world_from_marker: np.ndarray) -> np.ndarray:
+    """An upright object's marker pose with its face turned exactly up, its yaw kept: a small
+    marker's tilt is its pose's least certain part (a few degrees at 3 cm and 640 x 480), and
+    an offset of several centimetres (a tall object, a bowl's card) would carry it."""
+    x = world_from_marker[:3, 0]
+    yaw = float(np.arctan2(x[1], x[0]))
+    c, s = np.cos(yaw), np.sin(yaw)
+    out = world_from_marker.copy()
+    out[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
+    return out
 
 
 def marker_image(config: TrackerConfig, marker_id: int, pixels: int = 400) -> np.ndarray:

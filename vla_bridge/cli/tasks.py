@@ -26,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--intact: the probes on RoboFollow's Scene 2 (default) or on "
                              "LIBERO (suite libero_intact: `launch libero_sim --suite "
                              "libero_intact --tasks N`)")
+    parser.add_argument("--card", action="store_true",
+                        help="--intact (Scene 2): print each probe's real-pilot card: the objects "
+                             "on the table, where, with which marker (docs/intact.md)")
+    parser.add_argument("--json", action="store_true", help="--card: the cards as JSON")
 
 
 def _libero_probes(args: argparse.Namespace) -> int:
@@ -59,6 +63,10 @@ def _probes(args: argparse.Namespace) -> int:
     from vla_bridge.benchmarks.intact import probes
 
     if args.benchmark == "libero":
+        if args.card:
+            print("vla-bridge tasks: --card: the LIBERO probes run in LIBERO's simulator only "
+                  "(a Panda arm); pilot cards are for the Scene 2 probes", file=sys.stderr)
+            return 2
         return _libero_probes(args)
 
     try:
@@ -66,6 +74,8 @@ def _probes(args: argparse.Namespace) -> int:
     except ValueError as exc:  # an unknown subcategory or probe id
         print(f"vla-bridge tasks: {exc}", file=sys.stderr)
         return 2
+    if args.card:
+        return _cards(chosen, args.json)
     for p in chosen:
         edits = p.task.edits
         print(f"{p.subcategory:<22}  {p.task.arm:<5}  {p.task.action:<6}  {p.id}")
@@ -79,11 +89,36 @@ def _probes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cards(chosen, as_json: bool) -> int:
+    import json
+
+    from vla_bridge.benchmarks.intact import pilot_cards
+
+    try:
+        cards = [pilot_cards.card(p.id) for p in chosen]
+    except ValueError as exc:  # a malformed objects file
+        print(f"vla-bridge tasks: {exc}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(cards, indent=1))
+    else:
+        print("\n".join(pilot_cards.card_text(c) for c in cards), end="")
+    missing = sorted({n for c in cards for n in c["missing_markers"]})
+    if missing:
+        print(f"vla-bridge tasks: no marker for {missing} in the tracker's objects file",
+              file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from vla_bridge.benchmarks.robofollow.tasks import load_suite, plan_trials, select_tasks
 
     if args.intact:
         return _probes(args)
+    if args.card or args.json:
+        print("vla-bridge tasks: --card and --json go with --intact (a probe's real-pilot card)",
+              file=sys.stderr)
+        return 2
 
     try:
         tasks = select_tasks(load_suite(), args.scene, args.levels, args.tasks)

@@ -222,7 +222,8 @@ ROBOFOLLOW_SIM = GraphSpec(
         LaunchArg("intact", "",
                   "INT-ACT's probing suite on Scene 2 (docs/intact.md): '' (off), all, or "
                   "comma-separated subcategories, categories or probe ids (scene, levels and "
-                  "tasks are then ignored; sim:=mujoco)",
+                  "tasks are then ignored; sim:=mujoco, or hardware:=fake_piper|piper: "
+                  "the synthetic cameras show the probes' table)",
                   sets=("evaluator_node.intact",)),
         IMAGE_SOURCE_ARG,
         LaunchArg("oracle_follow", "language",
@@ -411,6 +412,12 @@ ROBOFOLLOW_REAL = GraphSpec(
                   "play the cameras from DIR/<camera>.db3 recordings instead of the devices",
                   sets=("realsense_node.playback_dir",)),
         CAMERA_SOURCE_ARG,
+        LaunchArg("intact", "",
+                  "INT-ACT's probes on Scene 2 (docs/intact.md): '' (off), all, or "
+                  "comma-separated subcategories, categories or probe ids (scene, levels and "
+                  "tasks are then ignored); synthetic cameras show their table, so they must "
+                  "share one (`vla-bridge tasks --intact ... --card`)",
+                  sets=("evaluator_node.intact", "realsense_node.synthetic_intact")),
         LaunchArg("calibration_file", "",
                   "table calibration to load (and write after calibrating); empty: calibrate "
                   "at start-up", sets=("tracker_node.calibration_file",)),
@@ -422,7 +429,8 @@ _FAKE_PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
                          params={"piper_node": {"use_fake_hardware": True},
                                  "realsense_node": {"use_fake_hardware": True}},
                          arg_params=(("camera_playback_dir", "realsense_node.playback_dir"),
-                                     ("camera_source", "realsense_node.source")))
+                                     ("camera_source", "realsense_node.source"),
+                                     ("intact", "realsense_node.synthetic_intact")))
 _PIPER = RoleChoice(nodes=ROBOT_NODES, params_file=REAL_PARAMS_FILE,
                     params={"piper_node": {"use_fake_hardware": False},
                             "realsense_node": {"use_fake_hardware": False}},

@@ -150,6 +150,27 @@ def test_begin_waits_for_the_tracker_then_fails_with_the_reason():
     assert fresh.log.errors and "e8" in fresh.log.errors[0]
 
 
+def test_the_objects_a_task_names_include_its_target_bowl_and_second_source():
+    from vla_bridge.robot_nodes.piper.episode import task_objects
+    assert task_objects({"source": "small_red_cube", "anchor": None,
+                         "target": {"target_object": "green_bowl"}}) == ["small_red_cube",
+                                                                         "green_bowl"]
+    assert task_objects({"source": "a", "target": {"second_arm": "left", "second_source": "b"}}) \
+        == ["a", "b"]
+    assert task_objects({"source": "a", "target": "junk"}) == ["a"]  # untrusted: no crash
+    protocol, sent, _, clock = make(ready_wait_s=1.0)
+    command(protocol, 1.0)
+    protocol.on_tracker({**TRACKER_READY, "objects": ["yellow_block_3"]})
+    protocol.on_world(WorldState(stamp=1.0, objects={"yellow_block_3": block(0.1)}, tcp={}))
+    protocol.begin("e1", {"source": "yellow_block_3", "target": {"target_object": "green_bowl"}})
+    clock.t += 1.5
+    protocol.poll()
+    assert sent[-1] == ("error", {"episode": "e1", "message":
+                                  "task objects ['green_bowl'] are not tracked (seen: "
+                                  "['yellow_block_3']); check their markers are visible to "
+                                  "cam_high"})
+
+
 def test_an_object_counts_as_tracked_once_a_world_state_holds_it():
     protocol, sent, frames, clock = make(ready_wait_s=1.0)
     command(protocol, 1.0)

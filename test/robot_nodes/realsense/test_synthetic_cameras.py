@@ -76,7 +76,7 @@ def test_the_tracker_calibrates_and_finds_the_objects_in_the_renders(workcell):
     assert calibration.rms_px < 1.0
     eye = default_cameras()[0].pos  # cam_high, where embodiment/cameras.py mounts it
     np.testing.assert_allclose(calibration.world_from_camera[:3, 3], eye, atol=0.01)
-    _, _, spawn = scene_layout("scene1", "default")
+    _, _, spawn, _ = scene_layout("scene1", "default")
     found = tracker.locate(detections, intr, calibration)
     assert len(found) >= 5, sorted(found)
     for name, obj in found.items():  # 3 cm markers at 640 x 480: ~1-2 cm (docs/real_hardware.md)

@@ -27,9 +27,27 @@ def rotation_deg(Ra, Rb) -> float:
 # ---------------------------------------------------------------------------------- tests
 
 
-def test_config_names_are_robofollow_scene1_objects(config):
-    assert set(config.object_names()) == set(load_scene("scene1").objects)
+def test_config_names_are_robofollow_scene_objects(config):
+    names = set(config.object_names())
+    assert set(load_scene("scene1").objects) <= names
+    scene2 = load_scene("scene2")
+    assert set(scene2.objects) | set(scene2.fixtures) <= names  # INT-ACT's probe tables
     assert len(config.board) == 4 and config.min_board_markers == 2
+
+
+def test_an_upright_objects_marker_pose_is_levelled_with_its_yaw_kept():
+    from vla_bridge.robot_nodes.tracker.tracker import level
+    yaw, tilt = np.deg2rad(30.0), np.deg2rad(8.0)
+    Rz = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+    Rx = np.array([[1, 0, 0], [0, np.cos(tilt), -np.sin(tilt)], [0, np.sin(tilt), np.cos(tilt)]])
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = Rz @ Rx, (0.1, -0.2, 0.8)
+    out = level(T)
+    np.testing.assert_allclose(out[:3, :3], Rz, atol=1e-12)
+    np.testing.assert_array_equal(out[:3, 3], T[:3, 3])
+    # a card 7 cm from a bowl's centre: the tilt no longer moves the centre by ~1 cm
+    offset = np.array([0.0, 0.07, 0.02, 1.0])
+    assert np.linalg.norm((T @ offset)[:3] - (out @ offset)[:3]) > 0.005
 
 
 def test_table_calibration_recovers_the_camera_pose(config):
