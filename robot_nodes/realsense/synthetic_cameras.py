@@ -58,11 +58,7 @@ def scene_layout(scene: str, layout: str, edits: dict | None = None):
     spec = load_scene(scene)
     spawn = sample_layout(dataclasses.replace(spec, jitter={}), layout, seed=0)
     edited, removed = scene_edits.resolve(scene_edits.check(edits, libero_assets.NAMES), spawn)
-    libero = []
-    for body in edited:  # LiberoAssetsMissing here, at the node's start
-        asset = libero_assets.load_asset(body.asset)
-        libero.append((body.name, asset))
-        spawn[body.name] = np.array([*body.xy, asset.rest_z(spec.table_z)])
+    libero = scene_edits.stand(edited, spawn, spec.table_z)  # LiberoAssetsMissing: at start
     objects = [o for o in spec.layout_objects(layout) if o.name not in removed]
     fixtures = [spec.fixtures[name] for name in spawn
                 if name in spec.fixtures and name not in removed]

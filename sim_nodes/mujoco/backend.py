@@ -130,10 +130,8 @@ class MujocoBackend(SimBackend):
                 asset = libero_assets.load_asset(name)
                 distractors.append((f"distractor_{name}", asset))
                 spawn[f"distractor_{name}"] = np.array([x, y, asset.rest_z(spec.table_z)])
-        for body in edited:  # LiberoAssetsMissing before anything resets
-            asset = libero_assets.load_asset(body.asset)
-            distractors.append((body.name, asset))
-            spawn[body.name] = np.array([*body.xy, asset.rest_z(spec.table_z)])
+        # LiberoAssetsMissing before anything resets
+        distractors += scene_edits.stand(edited, spawn, spec.table_z)
         objects = [o for o in spec.layout_objects(layout) if o.name not in removed]
         fixtures = [spec.fixtures[name] for name in spawn
                     if name in spec.fixtures and name not in removed]

@@ -84,6 +84,18 @@ def resolve(edits: dict | None, spawn_xy: dict[str, np.ndarray]) -> tuple[list[E
     return bodies, removed
 
 
+def stand(edited: list[EditedBody], spawn: dict, table_z: float) -> list[tuple[str, object]]:
+    """Load each edited body's LIBERO asset (LiberoAssetsMissing without them) and stand it on
+    the table in ``spawn`` (body -> xyz, updated in place): [(body name, LiberoAsset)]."""
+    from vla_bridge.embodiment import libero_assets
+    out = []
+    for body in edited:
+        asset = libero_assets.load_asset(body.asset)
+        out.append((body.name, asset))
+        spawn[body.name] = np.array([*body.xy, asset.rest_z(table_z)])
+    return out
+
+
 def footprints(scene_spec, layout: str, edits: dict | None,
                asset_halves: dict[str, np.ndarray]) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """[(name, centre xy, half extents xy)] of an edited layout, wide enough for any seed:
