@@ -93,9 +93,11 @@ def _cards(chosen, as_json: bool) -> int:
     import json
 
     from vla_bridge.benchmarks.intact import pilot_cards
+    from vla_bridge.robot_nodes.tracker.tracker import TrackerConfig
 
     try:
-        cards = [pilot_cards.card(p.id) for p in chosen]
+        markers = TrackerConfig.load()
+        cards = [pilot_cards.card(p.id, markers) for p in chosen]
     except ValueError as exc:  # a malformed objects file
         print(f"vla-bridge tasks: {exc}", file=sys.stderr)
         return 2

@@ -45,7 +45,7 @@ def test_every_probe_object_has_a_marker_at_the_simulators_size():
 
 @needs_assets
 def test_a_card_says_what_replaces_what_where_and_with_which_marker():
-    c = pilot_cards.card("intact_ood_source_pudding_green")
+    c = pilot_cards.card("intact_ood_source_pudding_green", TrackerConfig.load())
     assert (c["source"], c["target"], c["arm"]) == ("chocolate_pudding", "green_bowl", "right")
     objects = {o["name"]: o for o in c["objects"]}
     assert "small_red_cube" not in objects  # the pudding stands in its place
@@ -62,7 +62,7 @@ def test_a_card_says_what_replaces_what_where_and_with_which_marker():
     assert "green_bowl: marker 10 (30 mm) on a card lying on the table" in text
     assert "(+0.0, -6.3) cm from the bowl's centre" in text  # on the camera's side
     # an added look-alike is a distractor at its place, and the note says which counts
-    c = pilot_cards.card("intact_commonsense_distractor_soup_can")
+    c = pilot_cards.card("intact_commonsense_distractor_soup_can", TrackerConfig.load())
     soup = next(o for o in c["objects"] if o["name"] == "alphabet_soup")
     assert soup["role"] == "distractor" and soup["xy_m"] == list(SPOT["back_mid"])
     assert "the blue cylinder counts" in pilot_cards.card_text(c)

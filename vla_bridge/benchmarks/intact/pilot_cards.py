@@ -67,15 +67,15 @@ def _role(probe, name: str) -> str:
     return "distractor" if name in added else "scene"
 
 
-def card(probe_id: str, markers=None) -> dict:
+def card(probe_id: str, markers) -> dict:
     """The operator's card of one Scene 2 probe (a JSON-able dict): the probe, its instruction,
     the object that counts, and each object on the table with its place, size, role and
     marker; ``missing_markers`` names the objects the tracker's file has no marker for (the
-    trial would fail at its begin)."""
+    trial would fail at its begin). ``markers``: the tracker's objects file as loaded
+    (``robot_nodes.tracker.tracker.TrackerConfig``: its ``objects``, each with ``name``,
+    ``id``, ``marker_length`` and ``center_offset``)."""
     from vla_bridge.benchmarks.robofollow.scenes import load_scene
-    from vla_bridge.robot_nodes.tracker.tracker import TrackerConfig
     probe = intact_probes.probe(probe_id)
-    markers = markers if markers is not None else TrackerConfig.load()
     by_name = {o.name: o for o in markers.objects.values()}
     spec = load_scene(probe.task.scene)
     objects = []
