@@ -303,9 +303,9 @@ class MarkerTracker:
 
 
 def level(world_from_marker: np.ndarray) -> np.ndarray:
-    """An upright object's marker pose with its face turned exactly up, its yaw kept: a small
-    marker's tilt is its pose's least certain part (a few degrees at 3 cm and 640 x 480), and
-    an offset of several centimetres (a tall object, a bowl's card) would carry it."""
+    """An upright object's marker pose with its face turned exactly up, its yaw kept, so that
+    a tilt error in a small marker's pose does not move a centre several centimetres away (a
+    tall object's, a bowl's beside its card); docs/intact.md gives what it changed."""
     x = world_from_marker[:3, 0]
     yaw = float(np.arctan2(x[1], x[0]))
     c, s = np.cos(yaw), np.sin(yaw)

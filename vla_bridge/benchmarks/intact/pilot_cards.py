@@ -57,14 +57,12 @@ def table_objects(probe) -> list[dict]:
     return out
 
 
-def _role(probe, name: str) -> str:
-    target = (probe.task.target or {}).get("target_object")
-    if name == probe.source_object:
+def _role(probe, entry: dict) -> str:
+    if entry["name"] == probe.source_object:
         return "source"
-    if name == target:
+    if entry["name"] == (probe.task.target or {}).get("target_object"):
         return "target"
-    added = {n for n, *_ in scene_edits.check(probe.task.edits).get("add", [])}
-    return "distractor" if name in added else "scene"
+    return "distractor" if entry["libero"] and not entry["replaces"] else "scene"
 
 
 def card(probe_id: str, markers) -> dict:
@@ -84,7 +82,7 @@ def card(probe_id: str, markers) -> dict:
         xy = entry["xy_m"]
         objects.append({**entry, "xy_cm": [round(100.0 * v, 1) for v in xy],
                         "size_cm": _sizes_cm(entry["name"], spec),
-                        "role": _role(probe, entry["name"]),
+                        "role": _role(probe, entry),
                         "marker": None if tracked is None else {
                             "id": tracked.id, "length_mm": round(1000.0 * tracked.marker_length),
                             "beside": bool(np.hypot(*tracked.center_offset[:2]) > 1e-6),
