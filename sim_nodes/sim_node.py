@@ -125,7 +125,9 @@ class SimNode(Node):
         self.clock_offset = 0.0  # sim time keeps growing across episodes (no /clock jumps)
         self.frame_fields = None  # field layout of a frame row (fixed within an episode)
         self.listened: dict = {}  # per-tick publisher -> has subscribers (refresh_listeners)
-        self._tick_readers: tuple[int, bool] | None = None  # (subscribers, any but observers)
+        # topic -> (subscribers, whether any reads every tick): refresh_listeners
+        self._tick_readers: dict[str, tuple[int, bool]] = {}
+        self.published_bits = 0  # the frames' `published`: which tick messages go out
         self.frame_rows: list = []  # frames not yet published
         self.queue: list[tuple[float, object]] = []  # real time: (due sim time, target)
         self.running = False
@@ -147,6 +149,8 @@ class SimNode(Node):
         self.pub_cmd = self.create_publisher(JointState, C.TOPIC_JOINT_COMMANDS, q(C.QOS_STATE))
         self.pub_world = self.create_publisher(MarkerArray, C.TOPIC_WORLD_STATE, q(C.QOS_STATE))
         self.pub_frames = self.create_publisher(Float64MultiArray, C.TOPIC_FRAMES, q(C.QOS_STATE))
+        self.tick_publishers = {C.TOPIC_CLOCK: self.pub_clock, C.TOPIC_JOINT_STATES: self.pub_joints,
+                                C.TOPIC_JOINT_COMMANDS: self.pub_cmd}
         self.pub_status = self.create_publisher(String, C.TOPIC_EPISODE_STATUS, q(C.QOS_EVENTS))
         self.pub_images = {c: self.create_publisher(Image, C.image_topic(c), q(C.QOS_IMAGES))
                            for c in self.embodiment.camera_names}
@@ -246,22 +250,32 @@ class SimNode(Node):
         """Which per-tick streams have subscribers (checked once per chunk, not per tick): a
         message nobody reads is not built or sent, which is most of the bridge's cost. In
         lock-step the policy and the evaluator read /joint_states only at observations
-        (contract.OBSERVATION_READERS), which publish_observation sends anyway."""
+        (contract.OBSERVATION_READERS), which publish_observation sends anyway, and a recorder
+        rebuilds the tick messages from the frames' rows (contract.FRAME_EXPANDERS); the rows
+        say which went out (``published``)."""
         self.listened = {pub: pub.get_subscription_count() > 0
                          for pub in (self.pub_clock, self.pub_joints, self.pub_cmd,
                                      self.pub_frames)}
-        if self.lock_step and self.listened[self.pub_joints]:
-            self.listened[self.pub_joints] = self.tick_state_readers()
+        if self.lock_step:
+            for pub, topic, excluded in (
+                    (self.pub_clock, C.TOPIC_CLOCK, C.FRAME_EXPANDERS),
+                    (self.pub_cmd, C.TOPIC_JOINT_COMMANDS, C.FRAME_EXPANDERS),
+                    (self.pub_joints, C.TOPIC_JOINT_STATES,
+                     C.FRAME_EXPANDERS | C.OBSERVATION_READERS)):
+                if self.listened[pub]:
+                    self.listened[pub] = self.tick_readers(pub, topic, excluded)
+        self.published_bits = sum(bit for topic, bit in C.TICK_TOPIC_BITS.items()
+                                  if self.listened[self.tick_publishers[topic]])
 
-    def tick_state_readers(self) -> bool:
-        """Whether a node other than the observation readers subscribes to /joint_states (the
-        graph query is made again only when the number of subscribers changes)."""
-        count = self.pub_joints.get_subscription_count()
-        if self._tick_readers is None or self._tick_readers[0] != count:
-            names = {info.node_name
-                     for info in self.get_subscriptions_info_by_topic(C.TOPIC_JOINT_STATES)}
-            self._tick_readers = (count, bool(names - C.OBSERVATION_READERS))
-        return self._tick_readers[1]
+    def tick_readers(self, pub, topic: str, excluded: frozenset) -> bool:
+        """Whether a node not in `excluded` subscribes to `topic` (the graph query is made
+        again only when the number of subscribers changes)."""
+        count = pub.get_subscription_count()
+        known = self._tick_readers.get(topic)
+        if known is None or known[0] != count:
+            names = {info.node_name for info in self.get_subscriptions_info_by_topic(topic)}
+            known = self._tick_readers[topic] = (count, bool(names - excluded))
+        return known[1]
 
     def publish_tick(self) -> None:
         t = self.now()
@@ -273,10 +287,14 @@ class SimNode(Node):
         if listened[self.pub_cmd]:
             self.pub_cmd.publish(messages.joint_state_msg(self.embodiment.action_names, self.session.command, t))
         if listened[self.pub_frames]:  # the scorer (LIBERO's evaluator reads none) or a bag
-            world = self.session.backend.world_state()
+            backend = self.session.backend
+            world = backend.world_state()
             if self.frame_fields is None:  # same bodies all episode
-                self.frame_fields = messages.frame_fields(len(self.session.command), world)
-            self.frame_rows.append(messages.frame_row(t, self.session.command, world))
+                self.frame_fields = messages.frame_fields(len(self.session.command), world,
+                                                          self.embodiment)
+            self.frame_rows.append(messages.frame_row(t, self.session.command, world,
+                                                      backend.joint_positions(),
+                                                      self.published_bits))
         if not self.lock_step:
             self.flush_frames()
         if self.image_every_tick:

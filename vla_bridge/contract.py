@@ -33,6 +33,13 @@ Conventions
   ``size``: ``stamp`` (1, seconds), ``command`` (the executed joint target, contract order),
   then ``tcp:<arm>`` and ``obj:<name>`` poses (7: x, y, z, qw, qx, qy, qz). Lock-step sends
   one message per executed chunk, real time one per tick: flat rows keep the bridge cheap.
+  A sim's rows also carry ``state:<embodiment>`` (the measured joints, that embodiment's
+  ``state_names``) and ``published`` (1: which of the tick's own messages went out on their
+  topics, a sum of TICK_TOPIC_BITS). In lock-step the sim sends a tick's /clock,
+  /joint_states and /joint_commands only to nodes other than FRAME_EXPANDERS (and
+  OBSERVATION_READERS for /joint_states); a recorder rebuilds the ones not published from the
+  rows, so its bag holds every tick's messages as the sim would have sent them. A parser skips
+  the fields it does not know (a robot node's rows carry neither).
 * Episode control (evaluator <-> sim/robot/policy) uses ``std_msgs/String`` carrying JSON,
   so the graph needs no custom interface package.
 * Charged latency (sim, ``latency:=charged``): the chunk answering the observation at tick
@@ -108,6 +115,14 @@ TOPIC_JOINT_STATES = "/joint_states"  # sensor_msgs/JointState (measured)
 #: launchers give them; a renamed node is just another listener (every tick, as before).
 OBSERVATION_READERS = frozenset({"policy_node", "evaluator_node"})
 TOPIC_JOINT_COMMANDS = "/joint_commands"  # sensor_msgs/JointState (target being executed)
+#: The nodes that rebuild a lock-step sim's per-tick /clock, /joint_states and
+#: /joint_commands from its frames' rows (the frames contract above): the sim sends a tick's
+#: messages only when some other node subscribes. Sending three small messages a tick to a
+#: second process was most of what recording cost (#26).
+FRAME_EXPANDERS = frozenset({"recorder_node"})
+#: A frame row's ``published`` field: the sum of the bits of the tick's messages that went
+#: out on their topics.
+TICK_TOPIC_BITS = {TOPIC_CLOCK: 1, TOPIC_JOINT_STATES: 2, TOPIC_JOINT_COMMANDS: 4}
 TOPIC_ACTION_CHUNK = f"{NS}/action_chunk"  # trajectory_msgs/JointTrajectory
 TOPIC_INSTRUCTION = f"{NS}/instruction"  # std_msgs/String, latched
 TOPIC_WORLD_STATE = f"{NS}/world_state"  # visualization_msgs/MarkerArray, per observation

@@ -148,28 +148,70 @@ def test_frame_rows_are_built_only_while_someone_subscribes_to_the_frames(node, 
         assert node.sent[-1]["kind"] == "chunk_done", node.sent[-3:]
 
 
-def test_lock_step_sends_tick_joint_states_only_to_nodes_that_read_every_tick(node, monkeypatch):
-    """#26: the policy and the evaluator read /joint_states only at observations in lock-step
-    (contract.OBSERVATION_READERS), so with only them subscribed a tick publishes no joint
-    state; a recorder (or any other node) gets every tick again. Each observation's joint
-    state goes out either way."""
+def _unsent(msg):
+    """A frames message with every row's ``published`` field set to 0."""
+    import numpy as np
+
+    from vla_bridge.ros import messages
+    fields = [(d.label, d.size) for d in msg.layout.dim[1:]]
+    rows = np.frombuffer(msg.data).reshape(msg.layout.dim[0].size, -1).copy()
+    rows[:, sum(size for label, size in fields[:[f[0] for f in fields].index("published")])] = 0
+    return messages.frames_msg(rows, fields)
+
+
+def test_lock_step_sends_tick_messages_only_to_nodes_that_read_them_from_no_frames(node, monkeypatch):
+    """#26: in lock-step the policy and the evaluator read /joint_states only at observations
+    (contract.OBSERVATION_READERS), and a recorder rebuilds /clock, /joint_states and
+    /joint_commands from the frames' rows (contract.FRAME_EXPANDERS): with only them
+    subscribed a tick publishes none of the three, and each row says so (``published`` 0);
+    any other node (a viewer) gets every tick again, and the rows say they went out. Each
+    observation's joint state goes out either way."""
     from types import SimpleNamespace
 
+    from rclpy.serialization import serialize_message
+
     from vla_bridge import contract as C
+    from vla_bridge.ros import messages
     readers: list[str] = []
-    monkeypatch.setattr(node.pub_joints, "get_subscription_count", lambda: len(readers))
+    observers = ["policy_node", "evaluator_node"]
+    pubs = {C.TOPIC_CLOCK: node.pub_clock, C.TOPIC_JOINT_STATES: node.pub_joints,
+            C.TOPIC_JOINT_COMMANDS: node.pub_cmd}
+    sent = {topic: [] for topic in pubs}
+
+    def subscribers(topic: str) -> list[str]:  # the observers read no /clock or commands
+        return [n for n in readers if topic == C.TOPIC_JOINT_STATES or n not in observers]
+
+    for topic, pub in pubs.items():
+        monkeypatch.setattr(pub, "get_subscription_count", lambda t=topic: len(subscribers(t)))
+        monkeypatch.setattr(pub, "publish", lambda msg, topic=topic: sent[topic].append(msg))
+    monkeypatch.setattr(node.pub_frames, "get_subscription_count", lambda: 1)
     monkeypatch.setattr(node, "get_subscriptions_info_by_topic",
-                        lambda topic: [SimpleNamespace(node_name=n) for n in readers])
-    sent = []
-    monkeypatch.setattr(node.pub_joints, "publish", lambda msg: sent.append(msg.header.stamp))
+                        lambda topic: [SimpleNamespace(node_name=n) for n in subscribers(topic)])
+    frames = []
+    monkeypatch.setattr(node.pub_frames, "publish", frames.append)
     publish_tick = node.publish_tick
     ticks = []
     monkeypatch.setattr(node, "publish_tick", lambda: (ticks.append(1), publish_tick()))
-    for names, per_tick in ((["policy_node", "evaluator_node"], False),
-                            (["policy_node", "evaluator_node", "recorder_node"], True)):
+    for names, per_tick in ((observers, False), (observers + ["recorder_node"], False),
+                            (observers + ["recorder_node", "viewer_node"], True)):
         readers[:] = names
-        sent.clear(), ticks.clear()
+        ticks.clear(), frames.clear()
+        for stream in sent.values():
+            stream.clear()
         _run_one_chunk(node, f"ticks{len(names)}")
         observations = 2  # the episode's first observation and the one after the chunk
-        assert len(sent) == observations + (len(ticks) if per_tick else 0), (names, len(sent))
+        assert len(sent[C.TOPIC_JOINT_STATES]) == observations + (len(ticks) if per_tick else 0)
+        assert len(sent[C.TOPIC_CLOCK]) == len(sent[C.TOPIC_JOINT_COMMANDS]) \
+            == (len(ticks) if per_tick else 0), names
+        rebuilt = [t for msg in frames for t in messages.unpublished_ticks(msg)]
+        assert len(rebuilt) == (0 if per_tick else 3 * len(ticks)), names
+    # what a recorder rebuilds is what the sim sends: the last run's rows marked unsent
+    rebuilt = [t for msg in frames for t in messages.unpublished_ticks(_unsent(msg))]
+    for topic, stream in sent.items():
+        mine = [serialize_message(m) for t, _, m in rebuilt if t == topic]
+        theirs = [serialize_message(m) for m in stream]
+        assert len(mine) == len(ticks) and all(m in theirs for m in mine), topic
+        if topic != C.TOPIC_JOINT_STATES:  # /joint_states also carries the observations
+            assert mine == theirs, topic
     assert C.OBSERVATION_READERS == {"policy_node", "evaluator_node"}
+    assert C.FRAME_EXPANDERS == {"recorder_node"}

@@ -30,6 +30,14 @@ Bag log times are receive times on the wall clock, as ``ros2 bag record`` writes
 middleware's ``received_timestamp`` of each message taken from a queue, the take's time for
 the one the executor hands over); the messages' own header stamps carry the sim time.
 
+Tick messages from the frames (#26): a lock-step sim sends this node no per-tick /clock,
+/joint_states or /joint_commands (contract.FRAME_EXPANDERS); each frames message's rows carry
+the tick's stamp, executed command and measured joints, and say which of the three went out
+anyway (to a viewer, say). The node writes the others into the bag as the sim would have
+built them (``messages.unpublished_ticks``: the same bytes), logged just before their frames
+message. So a bag holds every tick, and the sim no longer sends ~1,500 small messages an
+episode to a second process.
+
 Taking in batches: each executor wake-up costs ~0.2 ms of CPU here (a wait set of every
 recorded topic), a take from a queue ~0.04 ms. After a wake-up the node takes everything
 queued on that topic, then lets the queues fill for ``batch_s`` (10 ms) before it waits
@@ -49,8 +57,8 @@ import time
 from dataclasses import dataclass
 
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message
-from std_msgs.msg import String
+from rclpy.serialization import deserialize_message, serialize_message
+from std_msgs.msg import Float64MultiArray, String
 
 from vla_bridge import contract as C
 from vla_bridge.data.bags import EndpointQos, EpisodeBags, os_error_text, typestore
@@ -100,6 +108,8 @@ class RecorderNode(Node):
         self.end_asked = self.last_message = 0.0
         self.done = False  # the sim's done of the open bag's episode was heard
         self.failure: str | None = None  # a bag could not be written: nothing more is recorded
+        self.unreadable_frames: set[str] = set()  # episodes whose frames' ticks were not rebuilt
+        self.last_tick_log_ns = 0  # log time of the last rebuilt tick message (write_ticks)
         q = messages.qos_profile
         self.pub_status = self.create_publisher(String, C.TOPIC_RECORDER_STATUS, q(C.QOS_EVENTS))
         self.subscriptions_by_topic = {}
@@ -175,9 +185,38 @@ class RecorderNode(Node):
     def write(self, topic: str, stamp_ns: int, raw: bytes) -> None:
         episode = self.bags.episode
         try:
-            self.bags.write(topic, stamp_ns, raw)
+            self.write_raw(topic, stamp_ns, raw)
         except OSError as exc:
             self.fail(episode, exc)
+
+    def write_raw(self, topic: str, stamp_ns: int, raw: bytes) -> None:
+        """One message into the open bag, and a frames message's unsent ticks after it
+        (OSError from the bag)."""
+        self.bags.write(topic, stamp_ns, raw)
+        if topic == C.TOPIC_FRAMES:
+            self.write_ticks(stamp_ns, raw)
+
+    def write_ticks(self, received_ns: int, raw: bytes) -> None:
+        """The tick messages a lock-step sim did not send to this node, rebuilt from the
+        frames' rows (``messages.unpublished_ticks``, the contract's FRAME_EXPANDERS). Their
+        log time is the frames' receive time, less a nanosecond per later message, so they
+        keep their order (never before the last frames' ticks: two frames messages taken in
+        one batch may share a log time); their stamps are the sim's. Frames that cannot be read are logged
+        once per bag and kept as they are (the rows are in the bag either way)."""
+        try:
+            ticks = messages.unpublished_ticks(deserialize_message(raw, Float64MultiArray))
+        except Exception as exc:  # noqa: BLE001 - bytes from outside: junk, not ours to trust
+            if self.bags.episode not in self.unreadable_frames:
+                self.unreadable_frames.add(self.bags.episode)
+                self.get_logger().error(f"episode {self.bags.episode!r}: a frames message's "
+                                        f"ticks were not rebuilt (it is recorded as it came): "
+                                        f"{exc}")
+            return
+        log_ns = max(received_ns - len(ticks), self.last_tick_log_ns + 1)
+        for k, (topic, _, msg) in enumerate(ticks):
+            self.bags.write(topic, log_ns + k, serialize_message(msg))
+        if ticks:
+            self.last_tick_log_ns = log_ns + len(ticks) - 1
 
     def note_done(self, raw: bytes) -> None:
         """Whether this sim status is the ``done`` of the open bag's episode."""
@@ -238,7 +277,7 @@ class RecorderNode(Node):
         try:
             self.bags.begin(episode)
             for topic, stamp_ns, raw in self.held:
-                self.bags.write(topic, stamp_ns, raw)
+                self.write_raw(topic, stamp_ns, raw)
         except OSError as exc:
             self.fail(episode, exc)
             return False

@@ -26,8 +26,10 @@ from std_msgs.msg import ColorRGBA, Float64MultiArray, MultiArrayDimension, Stri
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
-from vla_bridge.contract import (WORLD_FRAME, WORLD_NS_CAMERAS, WORLD_NS_OBJECTS, WORLD_NS_TCP,
-                                 QosSpec, check_control, check_status)
+from vla_bridge.contract import (TICK_TOPIC_BITS, TOPIC_CLOCK, TOPIC_JOINT_COMMANDS,
+                                 TOPIC_JOINT_STATES, WORLD_FRAME, WORLD_NS_CAMERAS,
+                                 WORLD_NS_OBJECTS, WORLD_NS_TCP, Embodiment, QosSpec,
+                                 check_control, check_status, get_embodiment)
 from vla_bridge.embodiment.world import CameraPose, ObjectState, TcpState, WorldState
 
 # ------------------------------------------------------------------------------- QoS
@@ -340,19 +342,28 @@ def refresh_world_state_msg(msg: MarkerArray, world: WorldState) -> MarkerArray:
 _FRAME_POSE = 7  # x, y, z, qw, qx, qy, qz
 
 
-def frame_fields(command_dim: int, world: WorldState) -> list[tuple[str, int]]:
-    """Fields of one frame row: stamp, command, then one pose per TCP and per object."""
+def frame_fields(command_dim: int, world: WorldState,
+                 embodiment: Embodiment | None = None) -> list[tuple[str, int]]:
+    """Fields of one frame row: stamp, command, then (a sim's rows, `embodiment` given) the
+    measured joints and the tick's ``published`` bits, then one pose per TCP and per object."""
     fields = [("stamp", 1), ("command", command_dim)]
+    if embodiment is not None:
+        fields += [(f"state:{embodiment.name}", embodiment.state_dim), ("published", 1)]
     fields += [(f"tcp:{arm}", _FRAME_POSE) for arm in world.tcp]
     fields += [(f"obj:{name}", _FRAME_POSE) for name in world.objects]
     return fields
 
 
-def frame_row(stamp_s: float, command: np.ndarray, world: WorldState) -> np.ndarray:
-    """One tick's scoring record as a flat row, in the order of frame_fields()."""
+def frame_row(stamp_s: float, command: np.ndarray, world: WorldState,
+              state: np.ndarray | None = None, published: int = 0) -> np.ndarray:
+    """One tick's scoring record as a flat row, in the order of frame_fields() (`state` and
+    `published` when the fields name an embodiment)."""
     poses = [np.concatenate([t.pos, t.quat]) for t in world.tcp.values()]
     poses += [np.concatenate([o.pos, o.quat]) for o in world.objects.values()]
-    return np.concatenate([[stamp_s], np.asarray(command, float), *poses])
+    head = [[stamp_s], np.asarray(command, float)]
+    if state is not None:
+        head += [np.asarray(state, float), [float(published)]]
+    return np.concatenate([*head, *poses])
 
 
 def frames_msg(rows: np.ndarray, fields: list[tuple[str, int]]) -> Float64MultiArray:
@@ -369,8 +380,8 @@ def frames_msg(rows: np.ndarray, fields: list[tuple[str, int]]) -> Float64MultiA
     return msg
 
 
-def parse_frames(msg: Float64MultiArray) -> list[tuple[float, np.ndarray, WorldState]]:
-    """[(stamp, executed command, world poses)] for every tick in a frames message."""
+def _frame_table(msg: Float64MultiArray) -> tuple[np.ndarray, list]:
+    """A frames message's rows [ticks, width] and its field dims, checked."""
     dims = list(msg.layout.dim)
     if not dims or dims[0].label != "ticks":
         raise ValueError("frames message must start with a 'ticks' dimension")
@@ -380,7 +391,54 @@ def parse_frames(msg: Float64MultiArray) -> list[tuple[float, np.ndarray, WorldS
     if data.size != dims[0].size * width:
         raise ValueError(f"frames message has {data.size} values but its layout describes "
                          f"{dims[0].size} x {width}")
-    return [_parse_row(row, dims[1:]) for row in data.reshape(dims[0].size, width)]
+    return data.reshape(dims[0].size, width), dims[1:]
+
+
+def parse_frames(msg: Float64MultiArray) -> list[tuple[float, np.ndarray, WorldState]]:
+    """[(stamp, executed command, world poses)] for every tick in a frames message."""
+    rows, dims = _frame_table(msg)
+    return [_parse_row(row, dims) for row in rows]
+
+
+def unpublished_ticks(msg: Float64MultiArray) -> list[tuple[str, float, object]]:
+    """[(topic, stamp s, message)]: the tick messages (/clock, /joint_states, /joint_commands)
+    a frames message's rows say were not published, built as the sim builds them, in tick
+    order (contract: the frames' ``published`` field, FRAME_EXPANDERS). Rows without a
+    ``state:<embodiment>`` field (a robot node's) give none. ValueError for a malformed
+    message or an unknown embodiment."""
+    rows, dims = _frame_table(msg)
+    columns, offset = {}, 0
+    for dim in dims:
+        columns[dim.label.partition(":")[0]] = (dim.label, offset, dim.size)
+        offset += dim.size
+    if "state" not in columns or "published" not in columns:
+        return []
+    if "stamp" not in columns or "command" not in columns:
+        raise ValueError("frames with a state field must have stamp and command fields")
+    label, state_at, state_size = columns["state"]
+    embodiment = get_embodiment(label.partition(":")[2])
+    _, command_at, command_size = columns["command"]
+    if (state_size, command_size) != (embodiment.state_dim, embodiment.action_dim):
+        raise ValueError(f"frames of {embodiment.name} carry {state_size} joints and a "
+                         f"{command_size}-D command, not {embodiment.state_dim} and "
+                         f"{embodiment.action_dim}")
+    flags = rows[:, columns["published"][1]]
+    if not np.isin(flags, np.arange(sum(TICK_TOPIC_BITS.values()) + 1)).all():
+        raise ValueError(f"frames' published field holds {sorted(set(flags.tolist()))[:5]}, "
+                         f"not sums of {TICK_TOPIC_BITS}")
+    bits = TICK_TOPIC_BITS
+    out: list[tuple[str, float, object]] = []
+    for row, published in zip(rows, flags.astype(int)):
+        stamp = float(row[columns["stamp"][1]])
+        if not published & bits[TOPIC_CLOCK]:
+            out.append((TOPIC_CLOCK, stamp, clock_msg(stamp)))
+        if not published & bits[TOPIC_JOINT_STATES]:
+            out.append((TOPIC_JOINT_STATES, stamp, joint_state_msg(
+                embodiment.state_names, row[state_at:state_at + state_size], stamp)))
+        if not published & bits[TOPIC_JOINT_COMMANDS]:
+            out.append((TOPIC_JOINT_COMMANDS, stamp, joint_state_msg(
+                embodiment.action_names, row[command_at:command_at + command_size], stamp)))
+    return out
 
 
 def _parse_row(row: np.ndarray, dims) -> tuple[float, np.ndarray, WorldState]:
