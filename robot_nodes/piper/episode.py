@@ -34,6 +34,8 @@ from typing import Callable
 import numpy as np
 
 from vla_bridge import contract as C
+from vla_bridge.benchmarks.robofollow.scoring import needed_objects
+from vla_bridge.benchmarks.robofollow.tasks import TaskSpec
 from vla_bridge.ros import messages
 from vla_bridge.robot_nodes.tracker.tracker import tcp_states
 from vla_bridge.embodiment.world import ObjectState, WorldState
@@ -45,8 +47,15 @@ TARGET_OBJECT_KEYS = ("target_object", "second_source")  # and fields of its tar
 
 
 def task_objects(task: dict) -> list[str]:
-    """The objects a begin's task names (its source, anchor, target object or bowl, a
-    sequence's second source): the scorer needs each of them tracked."""
+    """The objects a begin's task needs tracked: the ones its scorer reads
+    (``scoring.needed_objects``: the source, anchor, target object, a sequence's second
+    source, every bowl of a Scene 2 place_bowl), so that a trial never runs whose score would
+    fail at its end. A task dict no scorer reads (a partial one: untrusted input) names the
+    objects of its fields (TASK_OBJECT_KEYS, TARGET_OBJECT_KEYS)."""
+    try:
+        return needed_objects(TaskSpec.from_dict(task))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass
     target = task.get("target") if isinstance(task.get("target"), dict) else {}
     names = [task.get(k) for k in TASK_OBJECT_KEYS] + [target.get(k) for k in TARGET_OBJECT_KEYS]
     return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))

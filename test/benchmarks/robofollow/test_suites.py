@@ -504,3 +504,30 @@ def test_import_script_reproduces_the_config(tmp_path):
         committed = config_path(f"robofollow/{name}").read_bytes()
         assert (tmp_path / name).read_bytes() == committed, (
             f"{name} is stale: run tools/import_robofollow.py")
+
+
+def test_every_task_needs_only_objects_its_scene_has_and_the_scorer_refuses_a_record_without_them():
+    """scoring.needed_objects is the list a real trial's readiness checks (robot_nodes.piper)
+    and the one each scorer requires in its record: every RoboFollow task and INT-ACT probe
+    names objects its table holds, and a record missing one is refused with its name."""
+    from vla_bridge.benchmarks.intact.probes import probes
+    from vla_bridge.benchmarks.robofollow.scoring import needed_objects, score_episode
+    from vla_bridge.embodiment.episode_record import EpisodeRecord
+    tasks = list(load_suite().eval_tasks()) + [p.task for p in probes()]
+    for task in tasks:
+        scene = load_scene(task.scene)
+        on_table = set(scene.objects) | set(scene.fixtures)
+        replace = (task.edits or {}).get("replace") or {}
+        on_table |= {v if isinstance(v, str) else v[0] for v in replace.values()}
+        on_table |= {a[0] for a in (task.edits or {}).get("add") or []}
+        needed = needed_objects(task)
+        assert needed and needed[0] == task.source and set(needed) <= on_table, (task.id, needed)
+    place = next(t for t in tasks if t.action == "place_bowl")
+    n = 3
+    arms = ("left", "right")
+    record = EpisodeRecord(tcp_pos={arm: np.zeros((n, 3)) for arm in arms},
+                           tcp_rot={arm: np.tile(np.eye(3), (n, 1, 1)) for arm in arms},
+                           grip={arm: np.ones(n) for arm in arms},
+                           pos={name: np.zeros((n, 3)) for name in needed_objects(place)[:-1]})
+    with pytest.raises(ValueError, match=rf"{needed_objects(place)[-1]}.*not in the record"):
+        score_episode(place, record)

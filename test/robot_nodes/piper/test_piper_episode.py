@@ -158,6 +158,13 @@ def test_the_objects_a_task_names_include_its_target_bowl_and_second_source():
     assert task_objects({"source": "a", "target": {"second_arm": "left", "second_source": "b"}}) \
         == ["a", "b"]
     assert task_objects({"source": "a", "target": "junk"}) == ["a"]  # untrusted: no crash
+    # a whole task: what its scorer reads, so a Scene 2 place_bowl needs every bowl tracked
+    from vla_bridge.benchmarks.robofollow.scenes import load_scene
+    from vla_bridge.benchmarks.robofollow.tasks import load_suite
+    place = next(t for t in load_suite().eval_tasks("scene2") if t.action == "place_bowl")
+    bowls = [f.name for f in load_scene("scene2").fixtures.values() if f.kind == "bowl"]
+    assert len(bowls) == 2 and place.target["target_object"] in bowls
+    assert sorted(task_objects(place.to_dict())) == sorted({place.source, *bowls})
     protocol, sent, _, clock = make(ready_wait_s=1.0)
     command(protocol, 1.0)
     protocol.on_tracker({**TRACKER_READY, "objects": ["yellow_block_3"]})

@@ -16,7 +16,8 @@ from vla_bridge.benchmarks.robofollow.scoring.common import (LIFT_THRESHOLD, Arm
                                                              finish_stage, first_after_lift_latch,
                                                              first_frame_at_least, first_open_after,
                                                              full_rate_ok, is_complete, lift_track,
-                                                             other_arm, select_source, stage_totals)
+                                                             other_arm, require_objects,
+                                                             select_source, stage_totals)
 
 FINGERTIP_OFFSET = 0.04  # §1: proxy = TCP + R_tcp @ (0.04, 0, 0)
 
@@ -118,21 +119,24 @@ class _Episode:
         return on_table(self.lift[t]) and self.relation_at(t)[0]
 
 
-def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
+def needed_objects(task: TaskSpec) -> list[str]:
+    """The objects this scorer reads: the source, and a placement's anchor."""
     placement = task.action in RELATION_UNITS
     if task.action != "pickup" and not placement:
         raise ValueError(f"task {task.id}: unsupported Scene 1 action {task.action!r}")
-    needed = [task.source] + ([task.anchor] if placement else [])
-    missing = [o for o in needed if o not in record.pos]
-    if missing:
-        raise ValueError(f"task {task.id}: object(s) {missing} not in the record ({sorted(record.pos)})")
+    return [task.source] + ([task.anchor] if placement else [])
+
+
+def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
+    require_objects(task.id, record.pos, needed_objects(task))
     pos = {name: np.asarray(p, dtype=float) for name, p in record.pos.items()}
     grip = {arm: np.asarray(g, dtype=float) for arm, g in record.grip.items()}
     return _Episode(
         task=task, n=record.n,
         ee=fingertip_track(record, task.arm), ee_other=fingertip_track(record, other_arm(task.arm)),
         grip=grip[task.arm], pos=pos, lift=lift_track(pos[task.source]),
-        closes=arm_closes(grip, task.arm), u=relation_unit(task) if placement else None,
+        closes=arm_closes(grip, task.arm),
+        u=relation_unit(task) if task.action in RELATION_UNITS else None,
     )
 
 

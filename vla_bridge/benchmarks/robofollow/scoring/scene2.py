@@ -118,7 +118,9 @@ class _Episode:
         return None if norm < PUSH_MIN_DIRECTION else d / norm
 
 
-def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
+def _target_and_bowls(task: TaskSpec) -> tuple[str | None, tuple[str, ...]]:
+    """The task's target object (None for a pickup) and the scene's bowls (a probe's LIBERO
+    bowl in its Scene 2 bowl's place); ValueError for a task this scorer cannot read."""
     if task.action not in ACTIONS:
         raise ValueError(f"task {task.id}: unsupported Scene 2 action {task.action!r} "
                          f"(supported: {', '.join(ACTIONS)})")
@@ -130,8 +132,20 @@ def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
     bowls = replaced(task, bowl_names())  # a probe's LIBERO bowl counts as a bowl
     if task.action == "place_bowl" and target not in bowls:
         raise ValueError(f"task {task.id}: place_bowl target {target!r} is not a Scene 2 bowl {bowls}")
-    needed = [task.source, target] + (list(bowls) if task.action == "place_bowl" else [])
-    require_objects(task.id, record.pos, needed)
+    return target, bowls
+
+
+def needed_objects(task: TaskSpec) -> list[str]:
+    """The objects this scorer reads: the source, the target, and every bowl for place_bowl
+    (the nearest bowl decides where the source went)."""
+    target, bowls = _target_and_bowls(task)
+    needed = [task.source] + ([target] if target else [])
+    return list(dict.fromkeys(needed + (list(bowls) if task.action == "place_bowl" else [])))
+
+
+def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
+    target, bowls = _target_and_bowls(task)
+    require_objects(task.id, record.pos, needed_objects(task))
     pos = {name: np.asarray(p, dtype=float) for name, p in record.pos.items()}
     grip = {arm: np.asarray(g, dtype=float) for arm, g in record.grip.items()}
     thr = PUSH_CLOSE_THRESHOLD if task.action == "push" else CLOSE_THRESHOLD

@@ -127,7 +127,8 @@ class _Episode:
     psi: float
 
 
-def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
+def _route_and_label(task: TaskSpec) -> tuple[RouteSpec, str]:
+    """The task's route and target label; ValueError for a task this scorer cannot read."""
     if task.action not in ACTIONS:
         raise ValueError(f"task {task.id}: unsupported Scene 3 action {task.action!r} "
                          f"(supported: {', '.join(ACTIONS)})")
@@ -136,14 +137,26 @@ def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
     labels = fixture_names(scene_spec(SCENE), "label")
     if label not in labels:
         raise ValueError(f"task {task.id}: target_label {label!r} is not a Scene 3 label {labels}")
-    require_objects(task.id, record.pos, [task.source, route.correct, route.wrong, label])
+    return route, label
+
+
+def needed_objects(task: TaskSpec) -> list[str]:
+    """The objects this scorer reads: the source, both route objects and the target label."""
+    route, label = _route_and_label(task)
+    return [task.source, route.correct, route.wrong, label]
+
+
+def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
+    route, label = _route_and_label(task)
+    require_objects(task.id, record.pos, needed_objects(task))
     if task.source not in record.quat:
         raise ValueError(f"task {task.id}: Scene 3 needs the source's quaternions (record.quat[{task.source!r}])")
     pos = {name: np.asarray(p, dtype=float) for name, p in record.pos.items()}
     grip = {arm: np.asarray(g, dtype=float) for arm, g in record.grip.items()}
     return _Episode(
         task=task, n=record.n, ee=np.asarray(record.tcp_pos[task.arm], dtype=float), pos=pos,
-        quat=np.asarray(record.quat[task.source], dtype=float), candidates=candidate_names(pos, labels),
+        quat=np.asarray(record.quat[task.source], dtype=float),
+        candidates=candidate_names(pos, fixture_names(scene_spec(SCENE), "label")),
         lift=lift_track(pos[task.source]), closes=arm_closes(grip, task.arm), route=route,
         label=label, psi=target_yaw(task),
     )

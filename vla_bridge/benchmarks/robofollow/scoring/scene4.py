@@ -114,8 +114,26 @@ class _Episode:
         return select_source(self.ee[arm], self.pos, name, t, candidates=self.candidates, exclude=exclude)
 
 
-def _prepare(task: TaskSpec, record: EpisodeRecord, extra_objects: list[str | None]) -> _Episode:
-    require_objects(task.id, record.pos, [task.source, *extra_objects])
+def needed_objects(task: TaskSpec) -> list[str]:
+    """The objects this scorer reads: the source, a stack's target object, a sequence's
+    second source; ValueError for a task this scorer cannot read."""
+    tgt = task.target or {}
+    if task.action == "stack_on_target":
+        if not tgt.get("target_object"):
+            raise ValueError(f"task {task.id}: stack_on_target needs target.target_object")
+        return [task.source, tgt["target_object"]]
+    if task.action == "unstack_to_slot" and tgt.get("place_slot") is None:
+        raise ValueError(f"task {task.id}: unstack_to_slot needs target.place_slot")
+    if task.action == "sequence_pickups":
+        if tgt.get("second_arm") not in ("left", "right") or not tgt.get("second_source"):
+            raise ValueError(f"task {task.id}: sequence_pickups needs target.second_arm and "
+                             f"target.second_source")
+        return [task.source, tgt["second_source"]]
+    return [task.source]
+
+
+def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
+    require_objects(task.id, record.pos, needed_objects(task))
     pos = {name: np.asarray(p, dtype=float) for name, p in record.pos.items()}
     return _Episode(
         task=task, n=record.n,
@@ -233,14 +251,7 @@ def _score_stage2(ep: _Episode, closes: ArmCloses, block: str | None, to: int | 
 
 def _score_three_stage(task: TaskSpec, record: EpisodeRecord) -> EpisodeScore:
     action = task.action
-    extra: list[str | None] = []
-    if action == "stack_on_target":
-        if not (task.target or {}).get("target_object"):
-            raise ValueError(f"task {task.id}: stack_on_target needs target.target_object")
-        extra.append(task.target["target_object"])
-    if action == "unstack_to_slot" and (task.target or {}).get("place_slot") is None:
-        raise ValueError(f"task {task.id}: unstack_to_slot needs target.place_slot")
-    ep = _prepare(task, record, extra)
+    ep = _prepare(task, record)
     weights = WEIGHTS[action]
     closes = arm_closes(ep.grip, task.arm)
     wrong_closed = _wrong_arm_closed(action, closes)
@@ -294,9 +305,7 @@ def _match(ep: _Episode, arm: str, obj: str, start: int) -> int | None:
 def _score_sequence(task: TaskSpec, record: EpisodeRecord) -> EpisodeScore:
     tgt = task.target or {}
     arm_b, src_b = tgt.get("second_arm"), tgt.get("second_source")
-    if arm_b not in ("left", "right") or not src_b:
-        raise ValueError(f"task {task.id}: sequence_pickups needs target.second_arm and target.second_source")
-    ep = _prepare(task, record, [src_b])
+    ep = _prepare(task, record)  # checks second_arm and second_source
     w = WEIGHTS["sequence_pickups"]
     arm_a, src_a = task.arm, task.source
     a = _match(ep, arm_a, src_a, 0)
