@@ -244,6 +244,39 @@ def _serial(rs, device) -> str:
         return ""
 
 
+def source_plan(p: RealSenseConfig, files: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """(source kind, recordings to play) of a config and its cameras' playback files (see
+    rio.plan_sources; ValueError as it gives)."""
+    cameras = rio.parse_cameras(p.cameras)
+    playback = {cam: f for cam, f in files.items() if f}
+    if p.playback_dir:
+        for cam in cameras:
+            playback.setdefault(cam, os.path.join(p.playback_dir, f"{cam}.db3"))
+    return rio.plan_sources(str(p.source), cameras, rio.parse_camera_map(p.serials, "serials"),
+                            playback, bool(p.use_fake_hardware))
+
+
+def preflight(params: dict) -> None:
+    """The launcher's check before any node starts (launch_args.NodeSpec.preflight; `params`:
+    this node's defaults, params file and overrides): synthetic cameras show one INT-ACT probe
+    table, so a selection of probes that needs several is refused (ValueError, one line)
+    before the graph starts, not by this node once the evaluator has printed its plan. A
+    camera set-up the node would refuse is left for the node to report."""
+    known = {k: v for k, v in params.items() if k in RealSenseConfig.__dataclass_fields__}
+    config = RealSenseConfig(**known)
+    files = {}
+    for cam in C.ALOHA_PIPER.camera_names:  # "cam.playback_file", or nested as YAML gives it
+        nested = params.get(cam) if isinstance(params.get(cam), dict) else {}
+        files[cam] = str(params.get(f"{cam}.playback_file", nested.get("playback_file", "")) or "")
+    try:
+        kind, _ = source_plan(config, files)
+    except ValueError:
+        return
+    if kind == "synthetic" and str(config.synthetic_intact).strip():
+        from vla_bridge.benchmarks.intact.pilot_cards import table_setup
+        table_setup(str(config.synthetic_intact))
+
+
 class RealsenseNode(Node):
     def __init__(self, **node_kwargs):
         super().__init__("realsense_node", **node_kwargs)
@@ -274,12 +307,7 @@ class RealsenseNode(Node):
     def _plan(self, p: RealSenseConfig, files: dict[str, str]) -> tuple[str, dict[str, str]]:
         """(source kind, recordings to play): see rio.plan_sources."""
         self.serials = rio.parse_camera_map(p.serials, "serials")
-        playback = {cam: f for cam, f in files.items() if f}
-        if p.playback_dir:
-            for cam in self.cameras:
-                playback.setdefault(cam, os.path.join(p.playback_dir, f"{cam}.db3"))
-        kind, playback = rio.plan_sources(str(p.source), self.cameras, self.serials,
-                                          playback, bool(p.use_fake_hardware))
+        kind, playback = source_plan(p, files)
         if kind == "synthetic" and p.source == "auto":
             self.get_logger().info("fake hardware without camera serials or recordings: "
                                    "synthetic cameras (MuJoCo renders of the workcell at the "

@@ -48,5 +48,25 @@ def test_a_fake_hardware_run_of_probes_on_different_tables_is_refused_in_one_lin
         [sys.executable, "-m", "vla_bridge.cli", "launch", "robofollow_real",
          "--use_fake_hardware", "true", "--intact", "ood_source", "--output",
          str(tmp_path / "real")], capture_output=True, text=True, timeout=200)
-    assert proc.returncode != 0
-    assert "needs 5 different tables" in proc.stdout + proc.stderr
+    # by the launcher, before any node starts: one line, no run directory, no node's output
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("[launcher] realsense_node: "), lines
+    assert "needs 5 different tables" in lines[0]
+    assert not (tmp_path / "real").exists()
+
+
+def test_the_launchers_check_refuses_only_what_synthetic_cameras_would_show():
+    """realsense_node.preflight: several probe tables are refused only where the cameras are
+    synthetic; recordings or devices show whatever table the operator set up."""
+    from vla_bridge.robot_nodes.realsense.realsense_node import preflight
+    with pytest.raises(ValueError, match="needs 24 different tables"):
+        preflight({"use_fake_hardware": True, "synthetic_intact": "all"})
+    with pytest.raises(ValueError, match="needs 24 different tables"):
+        preflight({"source": "synthetic", "synthetic_intact": "all"})
+    assert preflight({"use_fake_hardware": True, "synthetic_intact": "language"}) is None
+    assert preflight({"use_fake_hardware": True, "synthetic_intact": "all",
+                      "playback_dir": "/recordings"}) is None
+    assert preflight({"use_fake_hardware": True, "synthetic_intact": "all",
+                      "cam_high": {"playback_file": "/r/high.db3"}}) is None  # nested, as YAML
+    assert preflight({"use_fake_hardware": False, "synthetic_intact": "all"}) is None  # devices

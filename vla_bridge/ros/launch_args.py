@@ -55,6 +55,10 @@ class NodeSpec:
     # the values of `enabled_by` that add it; None: a bool argument (TRUE_WORDS). With values,
     # the argument is a choice: "" (off) or one of them, anything else is refused
     enabled_when: tuple[str, ...] | None = None
+    # "module:function" the launcher calls with the node's parameters (its config's defaults,
+    # its params file, the launch's overrides) before any node starts: a ValueError refuses
+    # the launch in one line (e.g. the realsense node's one probe table)
+    preflight: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,7 +357,8 @@ class ArgumentIn:
 #: does; robot_nodes/piper/episode.py), the tracker node only tracks (world state and its
 #: latched status, contract.TOPIC_TRACKER_STATUS).
 PIPER = NodeSpec("piper_node", "vla_bridge.robot_nodes.piper.piper_node", "piper_node")
-REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense.realsense_node", "realsense_node")
+REALSENSE = NodeSpec("realsense_node", "vla_bridge.robot_nodes.realsense.realsense_node", "realsense_node",
+                     preflight="vla_bridge.robot_nodes.realsense.realsense_node:preflight")
 TRACKER = NodeSpec("tracker_node", "vla_bridge.robot_nodes.tracker.tracker_node", "tracker_node")
 ROBOT_NODES = (PIPER, REALSENSE, TRACKER)
 REAL_PARAMS_FILE = "config/robofollow_real.yaml"
