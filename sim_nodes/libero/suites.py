@@ -17,6 +17,12 @@ from vla_bridge.benchmarks.libero.protocol import GENERATED_SUITES, PRO_SUITES, 
 
 STANDARD = ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90")
 SUITES = STANDARD + PRO_SUITES + tuple(GENERATED_SUITES)
+#: each generated suite's writer: a module whose ``probes()`` give its tasks in order (index,
+#: name, instruction, and ``bddl()``, the problem file's text)
+GENERATED_WRITERS = {libero_probes.SUITE: libero_probes}
+if set(GENERATED_WRITERS) != set(GENERATED_SUITES):
+    raise ImportError(f"generated suites {sorted(GENERATED_SUITES)} and their writers "
+                      f"{sorted(GENERATED_WRITERS)} differ")
 CONFIG_DIR = "libero_config"  # under the venv (sys.prefix), written by scripts/setup.sh
 
 
@@ -57,10 +63,10 @@ def suite_tasks(suite: str) -> list[LiberoTask]:
     the package's registry does not list, have their base suite's tasks and order, from
     their own folder. A suite of ours (``GENERATED_SUITES``: INT-ACT's probes) has its BDDL
     files written by ``generated_bddl_dir``."""
-    if suite == libero_probes.SUITE:
+    if suite in GENERATED_SUITES:
         folder = generated_bddl_dir(suite)
         return [LiberoTask(suite, p.index, p.name, p.instruction, str(folder / f"{p.name}.bddl"))
-                for p in libero_probes.probes()]
+                for p in GENERATED_WRITERS[suite].probes()]
     if suite in _UNREGISTERED_SUITES:
         folder = Path(_libero_path("bddl_files")) / suite
         return [LiberoTask(suite, t.index, t.name, bddl_language(folder / f"{t.name}.bddl"),
@@ -103,12 +109,14 @@ def bddl_language(bddl_file) -> str:
 
 def generated_bddl_dir(suite: str) -> Path:
     """The folder of a generated suite's BDDL files, written (each file atomically, only when
-    its text changed) from ``libero_probes``: ``$VLA_BRIDGE_CACHE`` (default
+    its text changed) by its writer (GENERATED_WRITERS): ``$VLA_BRIDGE_CACHE`` (default
     ``~/.cache/vla_bridge``) ``/bddl/<suite>``. LIBERO reads a task's problem from a file."""
+    if suite not in GENERATED_WRITERS:
+        raise ValueError(f"{suite!r} is no generated suite ({sorted(GENERATED_WRITERS)})")
     root = Path(os.environ.get("VLA_BRIDGE_CACHE") or Path.home() / ".cache" / "vla_bridge")
     folder = root / "bddl" / suite
     folder.mkdir(parents=True, exist_ok=True)
-    for p in libero_probes.probes():
+    for p in GENERATED_WRITERS[suite].probes():
         path, text = folder / f"{p.name}.bddl", p.bddl()
         if not path.is_file() or path.read_text() != text:
             tmp = path.with_suffix(f".tmp{os.getpid()}")
