@@ -131,7 +131,7 @@ class InProcessGraph:
         self.offset = self.now() + 1.0  # as the sim node: a gap between episodes
         budget = Budget(ctl["max_policy_calls"], ctl["max_actions_per_call"])
         self.session.begin(task["scene"], task["layout"], ctl["seed"], budget,
-                           charged=ctl.get("charged_latency_ms"))  # as the sim node
+                           charged=ctl.get("charged_latency_ms"), task=task)  # as the sim node
         self.frame = None
         self.played_key = json.dumps(  # the whole begin but its episode id
             [type(self.session.backend).__name__, self.session.backend.control_period,
