@@ -65,6 +65,28 @@ def test_a_begin_for_an_unknown_scene_is_reported_under_its_own_id(node):
     assert node.episode is None
 
 
+@pytest.mark.parametrize("edits", [
+    {"replace": "chocolate_pudding"},  # not a mapping
+    {"replace": {"small_red_cube": "no_such_libero_object"}},
+    {"replace": {"no_such_body": "chocolate_pudding"}},
+    {"add": [["chocolate_pudding", "nowhere"]]},
+    {"add": "chocolate_pudding"},
+])
+def test_a_probe_begin_with_junk_edits_is_refused_under_its_id_and_the_node_goes_on(node, edits):
+    """#25: an INT-ACT probe's begin carries the task's scene edits (TaskSpec.edits); junk
+    edits from outside get an error status naming the episode, leave no half-edited scene,
+    and the next probe's begin works."""
+    from vla_bridge.benchmarks.intact.probes import probe
+    node.on_control(begin("p1", task={**TASK, "edits": edits}))
+    assert node.sent[-1]["kind"] == "error" and node.sent[-1]["episode"] == "p1", node.sent[-1]
+    assert len(node.sent[-1]["message"]) < 600 and "scene edit" in node.sent[-1]["message"]
+    good = probe("intact_ood_source_pudding_green").task.to_dict()
+    node.on_control(begin("p2", task=good))
+    assert node.sent[-1]["kind"] == "ready" and node.episode == "p2"
+    assert "chocolate_pudding" in node.session.backend.world_state().objects
+    node.on_control(control("end", "p2"))
+
+
 def test_a_repeated_begin_is_answered_again_without_a_second_reset(node, monkeypatch):
     """The evaluator sends a begin again when its answer is late (a lost begin or ready): the
     node answers the same ready and leaves the reset scene as it is."""

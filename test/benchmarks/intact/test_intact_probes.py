@@ -100,6 +100,8 @@ def test_a_probe_task_round_trips_with_its_edits():
     ({"add": [["milk", 5.0, 0.0]]}, "within 1 m"),
     ({"add": [["dragon", 0.1, 0.0]]}, "unknown LIBERO objects \\['dragon'\\]"),
     ({"replace": {"small_red_cube": "milk"}, "add": [["milk", 0.1, 0.0]]}, "twice"),
+    ({"replace": "milk"}, "replace must map a body to a LIBERO object"),
+    ({"add": "milk"}, "add must be a list of \\[LIBERO object, x, y\\]"),
 ])
 def test_malformed_edits_are_refused_in_one_line(edits, match):
     with pytest.raises(ValueError, match=match) as err:

@@ -39,6 +39,12 @@ def check(edits: dict | None, curated=None) -> dict:
     if not isinstance(edits, dict) or set(edits) - {"replace", "add"}:
         raise ValueError(f"scene edits must be {{'replace': {{...}}, 'add': [...]}}, got {edits!r}")
     replace, add = {}, []
+    if not isinstance(edits.get("replace") or {}, dict):
+        raise ValueError("scene edits' replace must map a body to a LIBERO object "
+                         f"({{'small_red_cube': 'chocolate_pudding'}}), got {edits['replace']!r}")
+    if not isinstance(edits.get("add") or [], (list, tuple)):
+        raise ValueError("scene edits' add must be a list of [LIBERO object, x, y], got "
+                         f"{edits['add']!r}")
     for old, new in (edits.get("replace") or {}).items():
         name, dx, dy = (new, 0.0, 0.0) if isinstance(new, str) else _triple(new, "replace")
         replace[str(old)] = [name, dx, dy]
