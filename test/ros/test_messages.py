@@ -318,13 +318,14 @@ def _sim_frames(embodiment, published: list[int]):
 
 
 @pytest.mark.parametrize("name", ["aloha_piper", "libero_panda"])
-def test_the_ticks_a_sim_did_not_publish_are_rebuilt_byte_for_byte_from_its_frames(name):
-    """#26: the recorder writes what the sim would have sent (the same CDR bytes), for the
+def test_the_ticks_a_sim_did_not_publish_are_rebuilt_from_its_frames_as_the_sim_builds_them(name):
+    """#26: the recorder writes what the sim would have sent (the same messages), for the
     ticks and topics the rows mark unpublished, in tick order; the scorer's parse is
     unchanged by the extra fields."""
     from rclpy.serialization import serialize_message
 
     from vla_bridge import contract as C
+    from vla_bridge.ros import tick_frames
     embodiment = C.get_embodiment(name)
     bits = C.TICK_TOPIC_BITS
     published = [0, bits[C.TOPIC_CLOCK], bits[C.TOPIC_JOINT_STATES] | bits[C.TOPIC_JOINT_COMMANDS], 7]
@@ -332,7 +333,7 @@ def test_the_ticks_a_sim_did_not_publish_are_rebuilt_byte_for_byte_from_its_fram
     expected = [(topic, built[k][topic]) for k, flags in enumerate(published)
                 for topic in (C.TOPIC_CLOCK, C.TOPIC_JOINT_STATES, C.TOPIC_JOINT_COMMANDS)
                 if not flags & bits[topic]]
-    rebuilt = messages.unpublished_ticks(msg)
+    rebuilt = tick_frames.unpublished_ticks(msg)
     assert [topic for topic, _, _ in rebuilt] == [topic for topic, _ in expected]
     assert [serialize_message(m) for _, _, m in rebuilt] == [serialize_message(m) for _, m in expected]
     assert [round(t, 2) for t, _, _ in messages.parse_frames(msg)] == [3.0, 3.06, 3.12, 3.18]
@@ -341,20 +342,21 @@ def test_the_ticks_a_sim_did_not_publish_are_rebuilt_byte_for_byte_from_its_fram
 
 def test_frames_that_cannot_be_expanded_say_why():
     from vla_bridge import contract as C
+    from vla_bridge.ros import tick_frames
     from vla_bridge.embodiment.world import WorldState
     robot = messages.frames_msg(np.zeros((2, 15)), messages.frame_fields(14, WorldState(0.0, {}, {})))
-    assert messages.unpublished_ticks(robot) == []  # a robot node's rows: no state, nothing to rebuild
+    assert tick_frames.unpublished_ticks(robot) == []  # a robot node's rows: no state, nothing to rebuild
     msg, _ = _sim_frames(C.ALOHA_PIPER, [0, 0])
     unknown = messages.frames_msg(np.frombuffer(msg.data).reshape(2, -1), [
         (d.label.replace("aloha_piper", "nobody"), d.size) for d in msg.layout.dim[1:]])
     with pytest.raises(ValueError, match="unknown embodiment 'nobody'"):
-        messages.unpublished_ticks(unknown)
+        tick_frames.unpublished_ticks(unknown)
     rows = np.frombuffer(msg.data).reshape(2, -1).copy()
     rows[1, 1 + 14 + 14] = 9.5  # the published field
     junk = messages.frames_msg(rows, [(d.label, d.size) for d in msg.layout.dim[1:]])
     with pytest.raises(ValueError, match="published field holds"):
-        messages.unpublished_ticks(junk)
+        tick_frames.unpublished_ticks(junk)
     narrow = messages.frames_msg(np.zeros((1, 1 + 7 + 8 + 1)), [
         ("stamp", 1), ("command", 7), ("state:aloha_piper", 8), ("published", 1)])
     with pytest.raises(ValueError, match="carry 8 joints and a 7-D command"):
-        messages.unpublished_ticks(narrow)
+        tick_frames.unpublished_ticks(narrow)

@@ -193,7 +193,7 @@ def test_lock_step_sends_tick_messages_only_to_nodes_that_read_them_from_no_fram
     from rclpy.serialization import serialize_message
 
     from vla_bridge import contract as C
-    from vla_bridge.ros import messages
+    from vla_bridge.ros import tick_frames
     readers: list[str] = []
     observers = ["policy_node", "evaluator_node"]
     pubs = {C.TOPIC_CLOCK: node.pub_clock, C.TOPIC_JOINT_STATES: node.pub_joints,
@@ -225,10 +225,10 @@ def test_lock_step_sends_tick_messages_only_to_nodes_that_read_them_from_no_fram
         assert len(sent[C.TOPIC_JOINT_STATES]) == observations + (len(ticks) if per_tick else 0)
         assert len(sent[C.TOPIC_CLOCK]) == len(sent[C.TOPIC_JOINT_COMMANDS]) \
             == (len(ticks) if per_tick else 0), names
-        rebuilt = [t for msg in frames for t in messages.unpublished_ticks(msg)]
+        rebuilt = [t for msg in frames for t in tick_frames.unpublished_ticks(msg)]
         assert len(rebuilt) == (0 if per_tick else 3 * len(ticks)), names
     # what a recorder rebuilds is what the sim sends: the last run's rows marked unsent
-    rebuilt = [t for msg in frames for t in messages.unpublished_ticks(_unsent(msg))]
+    rebuilt = [t for msg in frames for t in tick_frames.unpublished_ticks(_unsent(msg))]
     for topic, stream in sent.items():
         mine = [serialize_message(m) for t, _, m in rebuilt if t == topic]
         theirs = [serialize_message(m) for m in stream]

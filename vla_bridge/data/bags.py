@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 BAGS_DIR = "bags"
 PARTIAL_DIR = ".partial"
 STORAGE = "mcap"
@@ -68,6 +70,42 @@ def typestore():
     """ROS 2 kilted's message definitions (built once: it takes about 0.2 s)."""
     from rosbags.typesys import Stores, get_typestore
     return get_typestore(Stores.ROS2_KILTED)
+
+
+#: numpy dtypes of the ROS primitive types a rebuilt message's arrays hold (cdr_bytes)
+_ARRAY_DTYPES = {"double": "float64", "float": "float32", "int32": "int32", "uint32": "uint32",
+                 "int64": "int64", "uint8": "uint8", "int8": "int8", "int16": "int16",
+                 "uint16": "uint16", "uint64": "uint64"}
+
+
+def cdr_bytes(msg) -> bytes:
+    """An rclpy message's CDR bytes as DDS sends them, from rosbags' serializer (the recorder's
+    rebuilt tick messages). rclpy's ``serialize_message`` appends 8 bytes of padding to a
+    variable-size message (a joint state), which rosbags' reader refuses ("CDR message size
+    mismatch"). Flat messages and nested ones of
+    strings, numbers and numeric or string sequences; TypeError for another field type."""
+    package = type(msg).__module__.split(".")[0]
+    name = f"{package}/msg/{type(msg).__name__}"
+    return bytes(typestore().serialize_cdr(_as_rosbags(msg, name), name))
+
+
+def _as_rosbags(msg, name: str):
+    store = typestore()
+    fields = {}
+    for field_name, kind in msg.get_fields_and_field_types().items():
+        value = getattr(msg, field_name)
+        if hasattr(value, "get_fields_and_field_types"):  # a nested message: pkg/Type
+            package, _, nested = kind.partition("/")
+            fields[field_name] = _as_rosbags(value, f"{package}/msg/{nested}")
+        elif kind.startswith("sequence<") and kind[9:-1] in _ARRAY_DTYPES:
+            fields[field_name] = np.asarray(value, dtype=_ARRAY_DTYPES[kind[9:-1]])
+        elif kind == "sequence<string>":
+            fields[field_name] = [str(v) for v in value]
+        elif kind in _ARRAY_DTYPES or kind in ("string", "boolean"):
+            fields[field_name] = value
+        else:
+            raise TypeError(f"{name}.{field_name}: field type {kind!r} is not rebuilt")
+    return store.types[name](**fields)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ Tick messages from the frames (#26): a lock-step sim sends this node no per-tick
 /joint_states or /joint_commands (contract.FRAME_EXPANDERS); each frames message's rows carry
 the tick's stamp, executed command and measured joints, and say which of the three went out
 anyway (to a viewer, say). The node writes the others into the bag as the sim would have
-built them (``messages.unpublished_ticks``: the same bytes), logged just before their frames
+built them (``tick_frames.unpublished_ticks``), in the CDR layout DDS carries
+(``bags.cdr_bytes``), logged just before their frames
 message. So a bag holds every tick, and the sim no longer sends ~1,500 small messages an
 episode to a second process.
 
@@ -57,12 +58,12 @@ import time
 from dataclasses import dataclass
 
 from rclpy.node import Node
-from rclpy.serialization import deserialize_message, serialize_message
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import Float64MultiArray, String
 
 from vla_bridge import contract as C
-from vla_bridge.data.bags import EndpointQos, EpisodeBags, os_error_text, typestore
-from vla_bridge.ros import messages
+from vla_bridge.data.bags import EndpointQos, EpisodeBags, cdr_bytes, os_error_text, typestore
+from vla_bridge.ros import messages, tick_frames
 from vla_bridge.ros.node_config import declare, param
 
 QUIET_S = 0.05  # an ending bag closes after this long without a message...
@@ -198,13 +199,13 @@ class RecorderNode(Node):
 
     def write_ticks(self, received_ns: int, raw: bytes) -> None:
         """The tick messages a lock-step sim did not send to this node, rebuilt from the
-        frames' rows (``messages.unpublished_ticks``, the contract's FRAME_EXPANDERS). Their
+        frames' rows (``tick_frames.unpublished_ticks``, the contract's FRAME_EXPANDERS). Their
         log time is the frames' receive time, less a nanosecond per later message, so they
         keep their order (never before the last frames' ticks: two frames messages taken in
         one batch may share a log time); their stamps are the sim's. Frames that cannot be read are logged
         once per bag and kept as they are (the rows are in the bag either way)."""
         try:
-            ticks = messages.unpublished_ticks(deserialize_message(raw, Float64MultiArray))
+            ticks = tick_frames.unpublished_ticks(deserialize_message(raw, Float64MultiArray))
         except Exception as exc:  # noqa: BLE001 - bytes from outside: junk, not ours to trust
             if self.bags.episode not in self.unreadable_frames:
                 self.unreadable_frames.add(self.bags.episode)
@@ -214,7 +215,7 @@ class RecorderNode(Node):
             return
         log_ns = max(received_ns - len(ticks), self.last_tick_log_ns + 1)
         for k, (topic, _, msg) in enumerate(ticks):
-            self.bags.write(topic, log_ns + k, serialize_message(msg))
+            self.bags.write(topic, log_ns + k, cdr_bytes(msg))
         if ticks:
             self.last_tick_log_ns = log_ns + len(ticks) - 1
 

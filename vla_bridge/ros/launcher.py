@@ -275,7 +275,8 @@ def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
             if arg_name in given:
                 node_overrides[param] = parse_value(graph.arg(arg_name), given[arg_name])
         if node.preflight:
-            _preflight(node, node_params, node_overrides)
+            from vla_bridge.ros.node_config import preflight
+            preflight(node, node_params, node_overrides)
         python = _interpreter(node.python_arg, values)
         overrides_file = overrides_dir / f"{node.name}.overrides.yaml"
         overrides_file.write_text(yaml.safe_dump(
@@ -287,18 +288,6 @@ def node_commands(graph: GraphSpec, given: dict[str, str], share_dir: Path,
                                                               base_env), node_overrides,
                                     node.restartable, getattr(node, "observer", False)))
     return commands
-
-def _preflight(node, params_file: Path, overrides: dict) -> None:
-    """The node's own check of its parameters (NodeSpec.preflight) before anything starts;
-    ValueError naming the node."""
-    from vla_bridge.ros import node_config as NC
-
-    file_values = NC.file_params(params_file, node.name)
-    params = {**NC.defaults(NC.config_of(node.module, file_values)), **file_values, **overrides}
-    try:
-        NC.load(node.preflight)(params)
-    except ValueError as exc:
-        raise ValueError(f"{node.name}: {exc}") from None
 
 # ------------------------------------------------------------------------ the processes
 

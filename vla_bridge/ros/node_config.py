@@ -166,6 +166,18 @@ def graph_nodes(graph) -> list[GraphNode]:
     return out
 
 
+def preflight(spec, params_file, overrides: dict) -> None:
+    """A node's own check of its parameters (``NodeSpec.preflight``, "module:function") with
+    its config's defaults, its params file's values and the launch's ``overrides``, before any
+    node starts; ValueError naming the node."""
+    file_values = file_params(params_file, spec.name)
+    params = {**defaults(config_of(spec.module, file_values)), **file_values, **overrides}
+    try:
+        load(spec.preflight)(params)
+    except ValueError as exc:
+        raise ValueError(f"{spec.name}: {exc}") from None
+
+
 def file_params(path, node: str) -> dict:
     """``node``'s ``ros__parameters`` in the ROS 2 params file at ``path`` ({}: none); its key
     is the node's name, with or without the leading slash."""
