@@ -82,8 +82,8 @@ def cdr_bytes(msg) -> bytes:
     """An rclpy message's CDR bytes as DDS sends them, from rosbags' serializer (the recorder's
     rebuilt tick messages). rclpy's ``serialize_message`` appends 8 bytes of padding to a
     variable-size message (a joint state), which rosbags' reader refuses ("CDR message size
-    mismatch"). Flat messages and nested ones of
-    strings, numbers and numeric or string sequences; TypeError for another field type."""
+    mismatch"). Flat messages and nested ones of strings, numbers and numeric or string
+    sequences; TypeError for another field type."""
     package = type(msg).__module__.split(".")[0]
     name = f"{package}/msg/{type(msg).__name__}"
     return bytes(typestore().serialize_cdr(_as_rosbags(msg, name), name))

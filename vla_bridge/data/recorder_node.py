@@ -202,8 +202,9 @@ class RecorderNode(Node):
         frames' rows (``tick_frames.unpublished_ticks``, the contract's FRAME_EXPANDERS). Their
         log time is the frames' receive time, less a nanosecond per later message, so they
         keep their order (never before the last frames' ticks: two frames messages taken in
-        one batch may share a log time); their stamps are the sim's. Frames that cannot be read are logged
-        once per bag and kept as they are (the rows are in the bag either way)."""
+        one batch may share a log time); their stamps are the sim's. Frames that cannot be
+        read are logged once per bag and kept as they are (the rows are in the bag either
+        way)."""
         try:
             ticks = tick_frames.unpublished_ticks(deserialize_message(raw, Float64MultiArray))
         except Exception as exc:  # noqa: BLE001 - bytes from outside: junk, not ours to trust

@@ -138,14 +138,17 @@ def _target_and_bowls(task: TaskSpec) -> tuple[str | None, tuple[str, ...]]:
 def needed_objects(task: TaskSpec) -> list[str]:
     """The objects this scorer reads: the source, the target, and every bowl for place_bowl
     (the nearest bowl decides where the source went)."""
-    target, bowls = _target_and_bowls(task)
+    return _needed(task, *_target_and_bowls(task))
+
+
+def _needed(task: TaskSpec, target: str | None, bowls: tuple[str, ...]) -> list[str]:
     needed = [task.source] + ([target] if target else [])
     return list(dict.fromkeys(needed + (list(bowls) if task.action == "place_bowl" else [])))
 
 
 def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
     target, bowls = _target_and_bowls(task)
-    require_objects(task.id, record.pos, needed_objects(task))
+    require_objects(task.id, record.pos, _needed(task, target, bowls))
     pos = {name: np.asarray(p, dtype=float) for name, p in record.pos.items()}
     grip = {arm: np.asarray(g, dtype=float) for arm, g in record.grip.items()}
     thr = PUSH_CLOSE_THRESHOLD if task.action == "push" else CLOSE_THRESHOLD

@@ -142,13 +142,16 @@ def _route_and_label(task: TaskSpec) -> tuple[RouteSpec, str]:
 
 def needed_objects(task: TaskSpec) -> list[str]:
     """The objects this scorer reads: the source, both route objects and the target label."""
-    route, label = _route_and_label(task)
+    return _needed(task, *_route_and_label(task))
+
+
+def _needed(task: TaskSpec, route: RouteSpec, label: str) -> list[str]:
     return [task.source, route.correct, route.wrong, label]
 
 
 def _prepare(task: TaskSpec, record: EpisodeRecord) -> _Episode:
     route, label = _route_and_label(task)
-    require_objects(task.id, record.pos, needed_objects(task))
+    require_objects(task.id, record.pos, _needed(task, route, label))
     if task.source not in record.quat:
         raise ValueError(f"task {task.id}: Scene 3 needs the source's quaternions (record.quat[{task.source!r}])")
     pos = {name: np.asarray(p, dtype=float) for name, p in record.pos.items()}
