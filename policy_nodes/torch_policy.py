@@ -1,6 +1,8 @@
 """`torch` backend: a small built-in language-conditioned policy (CPU, PyTorch).
 
-Image + state + instruction -> action chunk ``[H, 14]``:
+Image + state + instruction -> action chunk ``[H, D]`` of the checkpoint's embodiment
+(``embodiment``: ``aloha_piper``, 14 absolute joint targets from the 14 joints, or
+``libero_panda``, 7 end-effector deltas from the 8-D LIBERO state):
 
 * language: a hashed bag of words. The instruction is lower-cased and split on
   non-alphanumerics; each word and each adjacent word pair is hashed with CRC-32 (stable
@@ -12,10 +14,11 @@ Image + state + instruction -> action chunk ``[H, 14]``:
   the camera features pick out depends on the instruction. The map is read out two ways:
   a spatial softmax per channel (the expected image x, y of that channel's strongest
   response: where things are) and global average pooling (what is there) -> 192 features;
-* state: the 14 joints, normalised with the checkpoint's ``state_mean`` / ``state_std``;
-* head: MLP ``[192 + text_dim + 14] -> hidden -> hidden -> H * 14`` predicting normalised
-  *offsets* from the current state; targets = state + offset * ``action_std`` +
-  ``action_mean`` (so an untrained model stays near the current pose).
+* state: normalised with the checkpoint's ``state_mean`` / ``state_std``;
+* head: MLP ``[192 + text_dim + state_dim] -> hidden -> hidden -> H * D``. For absolute joint
+  targets it predicts normalised *offsets* from the current state: targets = state + offset *
+  ``action_std`` + ``action_mean`` (so an untrained model stays near the current pose); for
+  end-effector deltas the actions themselves: out * ``action_std`` + ``action_mean``.
 
 Checkpoint: a directory with ``config.json`` (``TinyPolicyConfig`` fields plus
 ``format``) and ``weights.pt`` (a ``state_dict`` saved by ``torch.save``, loaded with
@@ -44,7 +47,9 @@ CONFIG_FILE, WEIGHTS_FILE = "config.json", "weights.pt"
 @dataclass
 class TinyPolicyConfig:
     chunk_size: int = 50
+    embodiment: str = C.ALOHA_PIPER.name  # a checkpoint from before it was written: ALOHA's
     action_dim: int = C.ALOHA_PIPER.action_dim
+    state_dim: int = C.ALOHA_PIPER.state_dim
     camera: str = "cam_high"
     image_width: int = 64
     image_height: int = 48
@@ -60,6 +65,23 @@ class TinyPolicyConfig:
     def from_dict(cls, d: dict) -> TinyPolicyConfig:
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+    @classmethod
+    def for_embodiment(cls, embodiment: str = C.ALOHA_PIPER.name, **fields) -> TinyPolicyConfig:
+        """A config shaped for `embodiment` (its dimensions; neutral normalisation stats
+        unless given)."""
+        e = C.get_embodiment(embodiment)
+        neutral = {"state_mean": [0.0] * e.state_dim, "state_std": [1.0] * e.state_dim,
+                   "action_mean": [0.0] * e.action_dim,
+                   "action_std": [0.05 if e.action_kind == C.ACTION_JOINT_ABSOLUTE else 0.5]
+                   * e.action_dim}
+        return cls(**{"embodiment": e.name, "action_dim": e.action_dim,
+                      "state_dim": e.state_dim, **neutral, **fields})
+
+    @property
+    def absolute(self) -> bool:
+        """Actions are absolute targets of the state's own joints (predicted as offsets)."""
+        return C.get_embodiment(self.embodiment).action_kind == C.ACTION_JOINT_ABSOLUTE
 
 
 def tokenize(text: str, buckets: int) -> list[int]:
@@ -102,8 +124,9 @@ def build_model(config: TinyPolicyConfig):
                 for i, ((cin, cout), stride) in enumerate(zip(pairwise(chans), strides)))
             self.text = nn.EmbeddingBag(cfg.vocab_buckets, cfg.text_dim, mode="mean")
             d = cfg.action_dim
+            self.absolute = cfg.absolute
             self.head = nn.Sequential(
-                nn.Linear(3 * chans[-1] + cfg.text_dim + d, cfg.hidden), nn.ReLU(),
+                nn.Linear(3 * chans[-1] + cfg.text_dim + cfg.state_dim, cfg.hidden), nn.ReLU(),
                 nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(),
                 nn.Linear(cfg.hidden, cfg.chunk_size * d))
             for name in ("state_mean", "state_std", "action_mean", "action_std"):
@@ -122,7 +145,7 @@ def build_model(config: TinyPolicyConfig):
 
         def forward(self, image, state, tokens, offsets):
             """image [B, 3, h, w] float in [0, 1]; state [B, D]; tokens/offsets: EmbeddingBag
-            input (flat ids, start of each sample). Returns absolute targets [B, H, D]."""
+            input (flat ids, start of each sample). Returns the actions [B, H, D]."""
             txt = self.text(tokens, offsets)
             x = image * 2.0 - 1.0
             for layer in self.vision:
@@ -131,7 +154,8 @@ def build_model(config: TinyPolicyConfig):
             s = (state - self.state_mean) / self.state_std
             out = self.head(torch.cat([vis, txt, s], dim=-1))
             out = out.view(-1, self.cfg.chunk_size, self.cfg.action_dim)
-            return state[:, None, :] + out * self.action_std + self.action_mean
+            actions = out * self.action_std + self.action_mean
+            return state[:, None, :] + actions if self.absolute else actions
 
     return TinyVLA(config)
 
@@ -158,6 +182,13 @@ def load_checkpoint(path):
         raise ValueError(f"{cfg_file}: format {raw.get('format')!r}, expected {FORMAT!r} "
                          f"(a checkpoint of an older model: train it again with vla-bridge train)")
     config = TinyPolicyConfig.from_dict(raw)
+    try:
+        embodiment = C.get_embodiment(config.embodiment)
+    except ValueError as exc:
+        raise ValueError(f"{cfg_file}: {exc}") from None
+    if (config.state_dim, config.action_dim) != (embodiment.state_dim, embodiment.action_dim):
+        raise ValueError(f"{cfg_file}: a {config.state_dim}-D state and {config.action_dim}-D "
+                         f"actions do not fit {embodiment.summary()}")
     model = build_model(config)
     model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
     model.eval()
@@ -167,7 +198,7 @@ def load_checkpoint(path):
 def init_checkpoint(path, seed: int = 0, **config) -> Path:
     """A randomly initialised checkpoint (tests, smoke runs, the start of training)."""
     import torch
-    cfg = TinyPolicyConfig(**config)
+    cfg = TinyPolicyConfig.for_embodiment(**config)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = build_model(cfg)
@@ -187,6 +218,7 @@ class TorchPolicy(PolicyBackend):
             torch.set_num_threads(int(num_threads))
         self.torch = torch
         self.model, self.config = load_checkpoint(checkpoint)
+        self.embodiment = self.config.embodiment  # the policy node refuses another graph's
         self.checkpoint = str(checkpoint)
         self.chunk_size = int(chunk_size) if chunk_size else None
         self.instruction = ""
@@ -209,8 +241,9 @@ class TorchPolicy(PolicyBackend):
         t = self.torch
         img = t.from_numpy(np.ascontiguousarray(small)).permute(2, 0, 1)[None].float() / 255.0
         state = t.as_tensor(np.asarray(observation.state, np.float32)).reshape(1, -1)
-        if state.shape[1] != cfg.action_dim:
-            raise ValueError(f"torch policy expects a [{cfg.action_dim}] state, got {list(state.shape[1:])}")
+        if state.shape[1] != cfg.state_dim:
+            raise ValueError(f"torch policy expects a [{cfg.state_dim}] state, got "
+                             f"{list(state.shape[1:])}")
         if self._tokens is None:
             self.set_instruction(self.instruction)
         return img, state, self._tokens, t.zeros(1, dtype=t.long)

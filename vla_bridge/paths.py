@@ -45,3 +45,7 @@ def _ament_share_dir(tried: list[str]) -> Path | None:
     except Exception as exc:  # PackageNotFoundError, or no AMENT_PREFIX_PATH at all
         tried.append(f"ament index ({type(exc).__name__}: {exc})")
         return None
+
+
+#: LIBERO's own virtualenv (robosuite 1.4.0 needs mujoco 3.3.7): `bash scripts/setup.sh libero`
+LIBERO_PYTHON = Path(__file__).resolve().parents[1] / ".venv-libero" / "bin" / "python"

@@ -80,6 +80,7 @@ EMBODIMENT = C.LIBERO_PANDA
 #: (`step_budget`), as LIBERO-PRO's own evaluation gives it
 STEP_BUDGET = {"libero_spatial": 220, "libero_object": 280, "libero_goal": 300,
                "libero_10": 520, "libero_90": 400}
+INITIAL_STATES = ("shipped", "drawn")  # LiberoBackend's initial_states
 SETTLE_STEPS = 10  # LIBERO's objects fall onto the table after an initial state is restored
 INIT_STATES_PER_TASK = 50
 #: LIBERO's "hold still, gripper open" action (its own convention: -1 = open)
@@ -140,7 +141,8 @@ class LiberoBackend(SimBackend):
 
     def __init__(self, control_period: float = EMBODIMENT.control_period,
                  width: int = EMBODIMENT.image_size[0], height: int = EMBODIMENT.image_size[1],
-                 settle_steps: int = SETTLE_STEPS, render_every_step: bool = False, **_):
+                 settle_steps: int = SETTLE_STEPS, render_every_step: bool = False,
+                 initial_states: str = "shipped", **_):
         if abs(control_period - EMBODIMENT.control_period) > 1e-9:
             raise ValueError(f"LIBERO runs at its own 20 Hz: control_period must be "
                              f"{EMBODIMENT.control_period}, got {control_period}")
@@ -149,6 +151,14 @@ class LiberoBackend(SimBackend):
         self.width, self.height = int(width), int(height)
         self.settle_steps = int(settle_steps)
         self.render_every_step = bool(render_every_step)  # the plain robosuite timing check
+        if initial_states not in INITIAL_STATES:
+            raise ValueError(f"initial_states must be one of {INITIAL_STATES}, "
+                             f"got {initial_states!r}")
+        #: "shipped": a task's initial state k is the suite's k-th (a generated suite ships
+        #: none and always draws); "drawn": the scene the reset's own placement draws (LIBERO's
+        #: region samplers, as its shipped states were made) under the seed: demonstrations
+        #: in scenes no evaluation restores (data.libero_episodes)
+        self.initial_states = initial_states
         self.cameras = dict(EMBODIMENT.cameras)  # contract camera -> LIBERO camera
         self.env = None
         self.task: LiberoTask | None = None
@@ -182,7 +192,6 @@ class LiberoBackend(SimBackend):
         return self._tasks[suite]
 
     def init_state(self, suite: str, task: int, init: int) -> np.ndarray:
-        key = (suite, task)
         states = self._all_init_states(suite, task)
         if not 0 <= init < len(states):
             raise ValueError(f"{suite} task {task} has initial states 0..{len(states) - 1}, "
@@ -211,7 +220,7 @@ class LiberoBackend(SimBackend):
         if not 0 <= task_no < len(tasks):
             raise ValueError(f"{scene} has tasks 0..{len(tasks) - 1}, got {task_no}")
         seed = check_seed(seed)
-        if scene in GENERATED_SUITES:  # no shipped states: the reset's own draw (below)
+        if scene in GENERATED_SUITES or self.initial_states == "drawn":  # the reset's draw
             if not 0 <= init < INIT_STATES_PER_TASK:
                 raise ValueError(f"{scene} task {task_no} has initial states "
                                  f"0..{INIT_STATES_PER_TASK - 1}, got {init}")

@@ -75,3 +75,23 @@ def test_random_shift_moves_each_image_by_at_most_the_pad():
     assert all(abs(r - 6) <= 2 and abs(c - 8) <= 2 for r, c in spots)
     assert len(set(spots)) > 1  # images move independently
     assert torch.equal(T.random_shift(images, 0, np.random.default_rng(0)), images)
+
+
+def test_libero_delta_chunks_are_the_next_steps_then_hold_still():
+    from vla_bridge import contract as C
+    from vla_bridge.data.train import delta_chunks, episode_targets
+    actions = np.arange(3 * 7, dtype=np.float32).reshape(3, 7) + 1
+    chunks = delta_chunks(actions, 4, C.LIBERO_PANDA)
+    assert chunks.shape == (3, 4, 7)
+    np.testing.assert_array_equal(chunks[1, :2], actions[1:3])
+    np.testing.assert_array_equal(chunks[1, 2], [0, 0, 0, 0, 0, 0, actions[2, 6]])
+    with pytest.raises(ValueError, match="need a frame per 0.05 s step, got 10 fps"):
+        episode_targets(actions, 10, 4, C.LIBERO_PANDA)
+
+
+def test_a_dataset_of_an_unknown_robot_type_is_named():
+    from vla_bridge.data import lerobot_export as X
+    assert X.embodiment_of("piper_aloha").name == "aloha_piper"
+    assert X.embodiment_of("libero_panda").name == "libero_panda"
+    with pytest.raises(X.ExportError, match="robot_type 'so100' is no embodiment"):
+        X.embodiment_of("so100")

@@ -74,7 +74,8 @@ _register_module("report", "tables with 95% intervals, paper numbers, plots and 
 _register_module("cue-table", "merge cue-protocol runs into one LIBERO-VIFO table and the "
                               "per-task table")
 # data and policies
-_register_module("demos", "generate RoboFollow's training set with the oracle, as a LeRobot dataset")
+_register_module("demos", "generate a training set with an oracle (RoboFollow's, or LIBERO "
+                          "suites'), as a LeRobot dataset")
 _register_module("train", "train the built-in tiny policy on a LeRobot dataset (CPU)")
 _register_module("init-policy", "write a randomly initialised checkpoint of the built-in tiny "
                                 "policy")

@@ -187,7 +187,7 @@ def generate(out: str | Path, plan: DemoPlan, workers: int | None = None,
     """Build every unfinished task (in parallel), then merge them into <out>/dataset."""
     out = Path(out)
     tasks = plan.tasks()
-    _check_plan(out, plan)
+    check_plan(out, plan)
     todo = [t for t in tasks if not (out / TASKS_DIR / shard_name(t)).is_dir()]
     echo(f"demos: {len(tasks)} tasks x {plan.per_task} episodes at {plan.fps} fps -> {out} "
          f"({len(tasks) - len(todo)} tasks already done)")
@@ -198,15 +198,16 @@ def generate(out: str | Path, plan: DemoPlan, workers: int | None = None,
     return summary
 
 
-def _check_plan(out: Path, plan: DemoPlan) -> None:
-    """A resumed directory must have been started with the same plan (it is one dataset)."""
+def check_plan(out: Path, plan, free: tuple[str, ...] = ("scenes", "task_ids")) -> None:
+    """A resumed directory must have been started with the same plan (it is one dataset);
+    the `free` fields (which tasks) may change between runs."""
     out.mkdir(parents=True, exist_ok=True)
     path, current = out / "demos_plan.json", asdict(plan)
     current = json.loads(json.dumps(current))  # tuples as lists, as read back
     if path.exists():
         before = json.loads(path.read_text())
         differs = {k: (before.get(k), v) for k, v in current.items()
-                   if k not in ("scenes", "task_ids") and before.get(k) != v}
+                   if k not in free and before.get(k) != v}
         if differs:
             raise ValueError(f"{out} was started with another plan: " + ", ".join(
                 f"{k} {a!r} -> {b!r}" for k, (a, b) in differs.items()) + "; use a new --out")
@@ -219,7 +220,7 @@ def _build_tasks(out: Path, plan: DemoPlan, todo: list[TrainingTask], workers: i
         if workers <= 1 or len(todo) <= 1:
             for task in todo:
                 results.append(build_task(str(out), plan, task))
-                bar.update(item=_line(results[-1]))
+                bar.update(item=result_line(results[-1]))
             return results
         # spawn: MuJoCo's EGL context and the DDS-free sim must not be inherited by a fork
         with multiprocessing.get_context("spawn").Pool(min(workers, len(todo))) as pool:
@@ -230,28 +231,33 @@ def _build_tasks(out: Path, plan: DemoPlan, todo: list[TrainingTask], workers: i
                 except Exception as exc:  # noqa: BLE001 - a worker's failure: name the task
                     raise RuntimeError(f"task {shard_name(task)} failed: {exc!r} (finished "
                                        f"tasks are kept; rerun to resume)") from exc
-                bar.update(item=_line(results[-1]))
+                bar.update(item=result_line(results[-1]))
     return results
 
 
-def _line(result: dict) -> str:
+def result_line(result: dict) -> str:
     return (f"{result['task']}: {result['kept']} kept, {result['rejected']} rejected, "
             f"{result['frames']} frames, {result['wall_s']:.0f} s")
 
 
 def merge(out: Path, plan: DemoPlan, tasks: list[TrainingTask]) -> dict:
-    """<out>/dataset from the task datasets in plan order (rebuilt each time: cheap next to
-    generating), and its episode facts."""
+    """<out>/dataset from the task datasets in plan order, and its episode facts."""
+    return merge_shards(out, plan.repo_id, plan.fps, [shard_name(t) for t in tasks])
+
+
+def merge_shards(out: Path, repo_id: str, fps: int, names: list[str]) -> dict:
+    """<out>/dataset from the task datasets <out>/tasks/<name> in that order (rebuilt each
+    time: cheap next to generating), and its episode facts (renumbered)."""
     from lerobot.datasets.aggregate import aggregate_datasets
 
-    roots = [out / TASKS_DIR / shard_name(t) for t in tasks]
+    roots = [out / TASKS_DIR / name for name in names]
     target = out / DATASET_DIR
     shutil.rmtree(target, ignore_errors=True)
-    aggregate_datasets([plan.repo_id] * len(roots), plan.repo_id, roots=roots, aggr_root=target)
+    aggregate_datasets([repo_id] * len(roots), repo_id, roots=roots, aggr_root=target)
     facts = [json.loads(line) for root in roots
              for line in (root / X.SIDECAR).read_text().splitlines()]
     for i, fact in enumerate(facts):
         fact["episode_index"] = i
     (target / X.SIDECAR).write_text("".join(json.dumps(f) + "\n" for f in facts))
     return {"episodes": len(facts), "frames": sum(f["frames"] for f in facts),
-            "tasks": len(roots), "fps": plan.fps, "dataset": str(target)}
+            "tasks": len(roots), "fps": fps, "dataset": str(target)}

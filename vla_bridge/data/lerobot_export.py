@@ -75,6 +75,17 @@ def robot_type(embodiment: C.Embodiment) -> str:
     return ROBOT_TYPES.get(embodiment.name, embodiment.name)
 
 
+def embodiment_of(robot: str | None) -> C.Embodiment:
+    """The embodiment a dataset's ``robot_type`` names (`robot_type`'s inverse), else
+    ExportError naming the known ones."""
+    names = {v: k for k, v in ROBOT_TYPES.items()}
+    try:
+        return C.get_embodiment(names.get(robot, robot))
+    except ValueError:
+        raise ExportError(f"robot_type {robot!r} is no embodiment of vla_bridge; known: "
+                          f"{sorted(robot_type(e) for e in C.EMBODIMENTS.values())}") from None
+
+
 def run_embodiment(run_dir: str | Path) -> C.Embodiment:
     """The embodiment a run directory's episodes ran: the one its run.json names (the graph
     agreed on it), else ``contract.ALOHA_PIPER`` (runs from before it was written)."""

@@ -3,11 +3,15 @@
 LeRobot dataset (``vla-bridge demos`` / ``export``), with torch on the CPU.
 
 Data: every frame of the dataset is a sample. Its input is the camera image downscaled to the
-checkpoint's size, the measured joints and the episode's task text; its target is the chunk
-the policy node will execute: action k at the frame's time + (k + 1) x control period (0.06 s,
-the sim's tick, not the dataset's frame period), read from the episode's executed targets
-(joints interpolated linearly, grippers held from the last frame before; past the episode's
-end the last target). Frames come through LeRobot's dataset API; video features are decoded
+checkpoint's size, the measured state and the episode's task text; its target is the chunk
+the policy node will execute, in the dataset's embodiment (its ``robot_type``):
+
+* absolute joint targets (``aloha_piper``): action k at the frame's time + (k + 1) x control
+  period (0.06 s, the sim's tick, not the dataset's frame period), read from the episode's
+  executed targets (joints interpolated linearly, grippers held from the last frame before;
+  past the episode's end the last target);
+* end-effector deltas (``libero_panda``, one frame per 20 Hz step): the actions of frames
+  t .. t + H - 1 (past the episode's end: hold still, the gripper as it was last). Frames come through LeRobot's dataset API; video features are decoded
 with PyAV (LeRobot's own decoders need torchcodec, which does not load here).
 
 The checkpoint carries its config and the normalisation stats computed from the data
@@ -29,17 +33,18 @@ from vla_bridge import contract as C
 from vla_bridge.data import lerobot_export as X
 from vla_bridge.evaluation.progress import Progress
 
-CONTROL_PERIOD_S = 0.06  # the sim's tick: what one action of a chunk lasts
+CONTROL_PERIOD_S = C.ALOHA_PIPER.control_period  # the sim's tick: what one action lasts
 MIN_STD = 1e-3  # a dimension that never varies is not blown up by normalisation
 
 
 @dataclass
 class TrainingData:
     images: np.ndarray  # [N, h, w, 3] uint8
-    states: np.ndarray  # [N, 14] float32
-    targets: np.ndarray  # [N, H, 14] float32, absolute joint targets
+    states: np.ndarray  # [N, state_dim] float32
+    targets: np.ndarray  # [N, H, action_dim] float32, the chunk's actions
     texts: list[str]  # [N] task text of each frame
     episodes: int
+    embodiment: C.Embodiment = C.ALOHA_PIPER
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,28 @@ def chunk_targets(actions: np.ndarray, fps: int, chunk: int,
     return out
 
 
+def delta_chunks(actions: np.ndarray, chunk: int, embodiment: C.Embodiment) -> np.ndarray:
+    """[n, chunk, D] targets of one episode of per-step deltas: the actions of frames t ..
+    t + chunk - 1; past its end, no motion and each gripper as it was last."""
+    n, dim = actions.shape
+    hold = np.zeros(dim, np.float32)
+    grippers = [i for i, name in enumerate(embodiment.action_names) if "gripper" in name]
+    hold[grippers] = actions[-1, grippers]
+    padded = np.concatenate([actions, np.tile(hold, (chunk, 1))])
+    return np.stack([padded[t:t + chunk] for t in range(n)]).astype(np.float32)
+
+
+def episode_targets(actions: np.ndarray, fps: int, chunk: int,
+                    embodiment: C.Embodiment) -> np.ndarray:
+    """One episode's chunk targets in its embodiment's kind of action (module docstring)."""
+    if embodiment.action_kind == C.ACTION_EEF_DELTA:
+        if abs(fps * embodiment.control_period - 1.0) > 1e-9:
+            raise ValueError(f"{embodiment.name} datasets need a frame per "
+                             f"{embodiment.control_period} s step, got {fps} fps")
+        return delta_chunks(actions, chunk, embodiment)
+    return chunk_targets(actions, fps, chunk, embodiment.control_period)
+
+
 def load_training_data(root: str | Path, options: TrainOptions,
                        echo: Callable[[str], None] = print) -> TrainingData:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -119,6 +146,7 @@ def load_training_data(root: str | Path, options: TrainOptions,
 
     dataset = LeRobotDataset("local/train", root=Path(root))
     meta, table = dataset.meta, dataset.hf_dataset
+    embodiment = X.embodiment_of(meta.robot_type)
     key = X.IMAGE_KEY.format(options.camera)
     if key not in meta.features:
         raise ValueError(f"{root} has no {key}; features: {sorted(meta.features)}")
@@ -127,8 +155,8 @@ def load_training_data(root: str | Path, options: TrainOptions,
     episode = np.asarray(table["episode_index"])
     tasks = {int(i): text for text, i in zip(meta.tasks.index, meta.tasks["task_index"])}
     texts = [tasks[int(i)] for i in table["task_index"]]
-    echo(f"train: {len(states)} frames of {meta.total_episodes} episodes at {meta.fps} fps; "
-         f"decoding {key}")
+    echo(f"train: {len(states)} frames of {meta.total_episodes} {embodiment.name} episodes at "
+         f"{meta.fps} fps; decoding {key}")
     if key in meta.video_keys:
         images = _video_frames(meta, key, options.image_width, options.image_height)
     else:
@@ -136,9 +164,10 @@ def load_training_data(root: str | Path, options: TrainOptions,
                   for img in table.with_format(None)[key]]
     if len(images) != len(states):
         raise ValueError(f"{key}: {len(images)} frames decoded for {len(states)} samples")
-    targets = np.concatenate([chunk_targets(actions[episode == e], meta.fps, options.chunk_size)
-                              for e in np.unique(episode)])
-    return TrainingData(np.stack(images), states, targets, texts, int(meta.total_episodes))
+    targets = np.concatenate([episode_targets(actions[episode == e], meta.fps, options.chunk_size,
+                                              embodiment) for e in np.unique(episode)])
+    return TrainingData(np.stack(images), states, targets, texts, int(meta.total_episodes),
+                        embodiment)
 
 
 # ============================================================================ training
@@ -156,7 +185,10 @@ def random_shift(images, pad: int, generator: np.random.Generator):
 
 
 def normalisation(data: TrainingData) -> dict:
-    offsets = data.targets - data.states[:, None, :]
+    """State and action stats; absolute joint targets as offsets from the state (what the
+    model predicts for them), deltas as they are."""
+    absolute = data.embodiment.action_kind == C.ACTION_JOINT_ABSOLUTE
+    offsets = data.targets - data.states[:, None, :] if absolute else data.targets
     return {"state_mean": data.states.mean(0), "state_std": np.maximum(data.states.std(0), MIN_STD),
             "action_mean": offsets.mean((0, 1)),
             "action_std": np.maximum(offsets.std((0, 1)), MIN_STD)}
@@ -175,9 +207,10 @@ def train(dataset: str | Path, out: str | Path, options: TrainOptions = TrainOpt
     t0 = time.monotonic()
     data = load_training_data(dataset, options, echo)
     stats = normalisation(data)
-    config = TinyPolicyConfig(chunk_size=options.chunk_size, camera=options.camera,
-                              image_width=options.image_width, image_height=options.image_height,
-                              **{k: v.astype(float).tolist() for k, v in stats.items()})
+    config = TinyPolicyConfig.for_embodiment(
+        data.embodiment.name, chunk_size=options.chunk_size, camera=options.camera,
+        image_width=options.image_width, image_height=options.image_height,
+        **{k: v.astype(float).tolist() for k, v in stats.items()})
     model = build_model(config)
     tokens = [torch.tensor(tokenize(text, config.vocab_buckets), dtype=torch.long)
               for text in sorted(set(data.texts))]
@@ -211,7 +244,8 @@ def train(dataset: str | Path, out: str | Path, options: TrainOptions = TrainOpt
                 bar.update(done - bar.count, item=f"loss {np.mean(losses[-50:]):.4f}")
     model.eval()
     path = save_checkpoint(model, config, out)
-    summary = {"checkpoint": str(path), "frames": len(states), "episodes": data.episodes,
+    summary = {"checkpoint": str(path), "embodiment": data.embodiment.name,
+               "frames": len(states), "episodes": data.episodes,
                "steps": options.steps, "batch_size": options.batch_size,
                "first_loss": float(np.mean(losses[:10])), "final_loss": float(np.mean(losses[-50:])),
                "wall_s": round(time.monotonic() - t0, 1), "options": options.__dict__}

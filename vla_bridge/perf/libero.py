@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from vla_bridge.benchmarks.libero.protocol import failure_reason
+from vla_bridge.paths import LIBERO_PYTHON
 
 REPO = Path(__file__).resolve().parents[2]
-LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
 
 
 def camera_rates(steps: int = 60) -> dict:

@@ -50,9 +50,9 @@ from pathlib import Path
 from vla_bridge.benchmarks.libero.protocol import parse_ints
 from vla_bridge.campaign.libero_plan import format_ints
 from vla_bridge.evaluation.run_dir import read_jsonl
+from vla_bridge.paths import LIBERO_PYTHON
 
 REPO = Path(__file__).resolve().parents[2]
-LIBERO_PYTHON = REPO / ".venv-libero" / "bin" / "python"
 #: vla-eval: 2,000 LIBERO episodes in ~18 min on one H100 host with 50 CPU shards
 REFERENCE_EPISODES, REFERENCE_MINUTES, REFERENCE_SHARDS = 2000, 18.0, 50
 REFERENCE = REFERENCE_EPISODES / (REFERENCE_MINUTES / 60.0) / REFERENCE_SHARDS  # 133.3

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vla_bridge.paths import LIBERO_PYTHON
+
 PACKAGE = "vla_bridge"
 
 # Parameter types an argument may carry; launchers render values as typed YAML, so a
@@ -245,8 +247,7 @@ GRAPHS: dict[str, GraphSpec] = {ROBOFOLLOW_SIM.name: ROBOFOLLOW_SIM}
 # (robosuite 1.4.0 needs mujoco 3.3.7; `bash scripts/setup.sh libero` builds .venv-libero),
 # the policy node and the evaluator (benchmark libero, config/libero_sim.yaml) from this one.
 # The graph speaks the `libero_panda` embodiment.
-LIBERO_VENV_PYTHON = str(__import__("pathlib").Path(__file__).resolve().parents[2]
-                         / ".venv-libero" / "bin" / "python")
+LIBERO_VENV_PYTHON = str(LIBERO_PYTHON)
 LIBERO_SIM = GraphSpec(
     name="libero_sim",
     description="LIBERO task suites (spatial, object, goal, 10) in LIBERO's own environments: "
