@@ -38,6 +38,8 @@ def test_a_torn_episode_file_is_dropped_and_attempted_again(tmp_path, capsys):
     assert [(e["attempt"], e["seed"], e["frames"]) for e in kept] == [(0, 5, 3)]
     assert not W.episode_path(tmp_path, 1).exists()
     assert "ep_001.npz: unreadable, attempted again" in capsys.readouterr().err
+    (tmp_path / ".ep_002.partial").write_bytes(b"cut")  # a write the process did not finish
+    assert len(W.kept_episodes(tmp_path)) == 1 and not (tmp_path / ".ep_002.partial").exists()
 
 
 @pytest.mark.parametrize("args, message", [

@@ -59,7 +59,10 @@ def episode_path(out: Path, k: int) -> Path:
 
 def kept_episodes(out: Path) -> list[dict]:
     """The readable episodes already in `out` (their scalar fields), in order; a torn file
-    (an interrupted write never leaves one, a damaged disk may) is dropped with one line."""
+    (an interrupted write never leaves one, a damaged disk may) is dropped with one line, and
+    so is what an interrupted write left (``.ep_<k>.partial``)."""
+    for stale in Path(out).glob(".ep_*.partial"):
+        stale.unlink(missing_ok=True)
     kept = []
     for path in sorted(Path(out).glob("ep_*.npz")):
         try:
@@ -142,10 +145,12 @@ def build_task(out: Path, suite: str, task: int, per_task: int, base_seed: int,
                 rejected[why] = rejected.get(why, 0) + 1
                 echo(f"{suite}/{task} attempt {attempt} (seed {seed}): rejected, {why}")
                 continue
-            path = episode_path(out, len(kept))
-            tmp = path.with_suffix(".tmp.npz")
-            np.savez(tmp, instruction=np.array(trial.instruction), seed=np.array(seed),
-                     attempt=np.array(attempt), **frames)
+            path = episode_path(out, 1 + max((int(e["path"].stem[3:]) for e in kept),
+                                             default=-1))
+            tmp = path.with_name(f".{path.stem}.partial")
+            with open(tmp, "wb") as f:
+                np.savez(f, instruction=np.array(trial.instruction), seed=np.array(seed),
+                         attempt=np.array(attempt), **frames)
             tmp.replace(path)  # whole or absent
             kept.append({"path": path, "attempt": attempt, "seed": seed,
                          "frames": len(frames["state"])})
