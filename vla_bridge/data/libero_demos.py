@@ -19,6 +19,7 @@ Resumable: the same command again keeps the finished tasks and a task's finished
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import os
@@ -100,13 +101,18 @@ def _run_worker(out: Path, plan: LiberoDemoPlan, suite: str, task: int,
            "--task", str(task), "--per-task", str(plan.per_task), "--seed", str(plan.base_seed),
            "--size", str(plan.image_size)]
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    # one stream (two pipes read one after the other block once robosuite's warnings fill
+    # the unread one): the attempts' lines are echoed, the last others kept for an error
     proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[2], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    for line in proc.stdout:  # one line per attempt: the progress inside a task
-        echo(line.rstrip())
-    err = proc.stderr.read()
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    others: collections.deque = collections.deque(maxlen=3)
+    for line in proc.stdout:
+        if line.startswith(f"{suite}/{task} "):  # one line per attempt: progress in a task
+            echo(line.rstrip())
+        elif line.strip():
+            others.append(line.strip())
     if proc.wait() != 0:
-        last = [ln for ln in err.splitlines() if ln.strip()][-3:]
+        last = list(others)
         raise RuntimeError(f"task {shard_name(suite, task)}: the LIBERO process exited "
                            f"{proc.returncode}: {' | '.join(last)} (finished tasks and "
                            f"episodes are kept; rerun to resume)")
