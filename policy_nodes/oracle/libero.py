@@ -16,7 +16,10 @@ effector). Placements come first, then knobs; each goal is a table of phases (`P
 Grasps are top-down with the fingers closing along world y (the Panda's home orientation):
 bowls by the rim (the gripper centre on the wall, so each finger's 4 cm stroke reaches it;
 on the side with more room), others at their centre, the gripper turned 90 degrees about z
-when the object is narrower along x than along y. Each call returns `chunk_size` actions
+when the object is narrower along x than along y. An elongated object (a flat box: the
+cream cheese) whose centre grasp's descent is stuck STUCK_Z_M above it (the arm's top-down
+reach ends there) is grasped again, once, NEAR_END_INSET_M inside its end toward the robot.
+Each call returns `chunk_size` actions
 toward the current waypoint (a proportional step, clipped to the controller's [-1, 1]);
 orientation is held to the episode's first one (plus the grasp's yaw and a begun twist) the
 same way. A motion phase ends on a measured position (the first action of a call) within
@@ -44,6 +47,13 @@ REACHED_M = 0.012
 #: STALL_NEAR_M of its waypoint is done (the OSC's steady-state error can exceed REACHED_M)
 STALL_M, STALL_NEAR_M = 0.002, 0.03
 GRIP_STEPS = 12  # steps the gripper is given to close or open
+#: a centre grasp of an elongated object whose descent made under STALL_M of progress for
+#: STUCK_CALLS calls in a row while still STUCK_Z_M or more above its grasp point is stuck (the
+#: arm's top-down reach ends short of a long flat box's far-out centre; a stall that high is
+#: not a done descent for it): the object is then grasped at its near end
+STUCK_CALLS, STUCK_Z_M = 3, 0.02
+ELONGATED = 1.5  # an object whose footprint is this many times longer than wide
+NEAR_END_INSET_M = 0.02  # from the near end's edge to the fingers' centre
 RIM_WALL_M = 0.007  # from a bowl's outer radius to its wall: the gripper centre goes there
 PICKABLE_PREDICATES = ("on", "in")
 TURN_PREDICATES = ("turnon",)
@@ -122,9 +132,11 @@ class LiberoOracle(PolicyBackend):
         self.note = ""
         self.plan: dict | None = None
         self.home_rot: np.ndarray | None = None
+        self.home_pos: np.ndarray | None = None  # the hand's first position: toward the robot
         self.counter = 0
         self.twisted = False  # the plan's wrist turn has begun (it is kept from then on)
         self.last_measured: np.ndarray | None = None  # the previous call's position
+        self.stuck = 0  # calls in a row the descent made no progress far above its grasp
 
     def set_instruction(self, instruction: str, task: dict | None = None,
                         cue_task: dict | None = None) -> None:
@@ -160,7 +172,10 @@ class LiberoOracle(PolicyBackend):
         return {"phases": TURN_KNOB, "yaw": 0.0, "twist": TWIST_RAD,
                 "above": np.array([*knob.pos[:2], top + 0.08]), "grasp": grasp}
 
-    def _pick_and_place_plan(self, world) -> dict:
+    def _pick_and_place_plan(self, world, near_end_of: np.ndarray | None = None) -> dict:
+        """The pick-and-place waypoints; with `near_end_of` (the hand's first position, toward the
+        robot) an elongated object is grasped NEAR_END_INSET_M inside its end nearer it instead of at its
+        centre (the plan's `near_end` says which grasp it is: None for other objects)."""
         pred, obj_name, target_name = self.goals[0][:3]
         # whole objects (an articulated part, "<object>/<joint>", is inside its object's box)
         objects = {n: o for n, o in world.objects.items() if "/" not in n}
@@ -169,6 +184,7 @@ class LiberoOracle(PolicyBackend):
         bottom = obj.pos[2] - obj.size[2] / 2
         grasp = obj.pos.copy()
         yaw = 0.0
+        near_end = None
         if "bowl" in obj_name:  # the rim on the side with more room for the outer finger
             reach = obj.size[1] / 2 - RIM_WALL_M
             sign = max((-1.0, 1.0), key=lambda sg: _clearance(
@@ -179,6 +195,15 @@ class LiberoOracle(PolicyBackend):
             if obj.size[1] > obj.size[0] and obj.size[1] > 0.06:
                 yaw = math.pi / 2
             grasp[2] = max(bottom + 0.012, top - 0.035)
+            long_axis = int(np.argmax(obj.size[:2]))
+            if obj.size[long_axis] < ELONGATED * obj.size[1 - long_axis]:
+                near_end = None
+            elif near_end_of is None:
+                near_end = False
+            else:  # along the long axis, toward the robot
+                near_end = True
+                side = 1.0 if near_end_of[long_axis] > obj.pos[long_axis] else -1.0
+                grasp[long_axis] += side * (obj.size[long_axis] / 2 - NEAR_END_INSET_M)
         if target.size.any():  # an object: on top of its box
             dest_xy, dest_top = target.pos[:2], target.pos[2] + target.size[2] / 2
         else:  # a region site: its point (a container's site sits inside it)
@@ -195,7 +220,7 @@ class LiberoOracle(PolicyBackend):
         offset = grasp[:2] - obj.pos[:2]  # keep the object centred over the target
         place = np.array([*(dest_xy + offset), dest_top + hang + 0.02])
         return {"phases": PICK_AND_PLACE, "object": obj_name, "target": target_name,
-                "grasp": grasp, "yaw": yaw, "twist": 0.0,
+                "grasp": grasp, "yaw": yaw, "twist": 0.0, "near_end": near_end,
                 "above": np.array([*grasp[:2], top + 0.08]), "place": place,
                 "lift": np.array([*grasp[:2], lift_z]), "carry": np.array([*place[:2], lift_z]),
                 "retreat": np.array([*place[:2], lift_z])}
@@ -232,18 +257,23 @@ class LiberoOracle(PolicyBackend):
         tolerance = REACHED_M * (2 if ph.kind == "loose" else 1)
         error = float(np.linalg.norm(wp - pos))
         stalled = (self.last_measured is not None and error < STALL_NEAR_M
-                   and np.linalg.norm(pos - self.last_measured) < STALL_M)
+                   and np.linalg.norm(pos - self.last_measured) < STALL_M
+                   and not (ph.name == "descend" and self._centre_grasp_high(pos)))
         return measured and (error < tolerance or stalled)
 
     def predict(self, observation: Observation) -> np.ndarray:
         state = np.asarray(observation.state, float)
         pos, rot = state[:3], axis_angle_to_matrix(state[3:6])
         if self.home_rot is None:
-            self.home_rot = rot
+            self.home_rot, self.home_pos = rot, pos.copy()
         if self.phase in ("hold", "done", "idle") or observation.world is None:
             return np.tile([0, 0, 0, 0, 0, 0, 1.0], (self.chunk_size, 1))
         if self.plan is None:  # the next goal (planned on this observation's world)
             self.plan = self._new_plan(observation.world)
+        if self._descent_stuck(pos):  # once per goal: the near end, from above again
+            self.plan = self._pick_and_place_plan(observation.world, near_end_of=self.home_pos)
+            self.phase, self.stuck = "approach", 0
+            self.note = f"descent stuck above {self.plan['object']}'s centre: its near end"
         def goal_rot():  # the grasp's yaw, plus the twist once it began
             return rot_z(self.plan["yaw"] + (self.plan["twist"] if self.twisted else 0.0)) \
                 @ self.home_rot
@@ -269,6 +299,22 @@ class LiberoOracle(PolicyBackend):
                 self.counter += 1
             sim_pos = sim_pos + step * POS_SCALE * 0.5  # the controller closes ~half the gap
         return np.array(actions, float)
+
+
+    def _descent_stuck(self, pos: np.ndarray) -> bool:
+        """Whether a centre grasp of an elongated object has been stuck for STUCK_CALLS calls
+        (under STALL_M of progress per call, STUCK_Z_M or more above the grasp point)."""
+        if self.phase != "descend" or self.last_measured is None:
+            self.stuck = 0
+            return False
+        still = np.linalg.norm(pos - self.last_measured) < STALL_M
+        self.stuck = self.stuck + 1 if still and self._centre_grasp_high(pos) else 0
+        return self.stuck >= STUCK_CALLS
+
+    def _centre_grasp_high(self, pos: np.ndarray) -> bool:
+        """A centre grasp of an elongated object, the hand STUCK_Z_M or more above it."""
+        return (self.plan.get("near_end") is False
+                and pos[2] - self.plan["grasp"][2] >= STUCK_Z_M)
 
 
 def _clearance(xy, objects, skip: str) -> tuple[float, float]:

@@ -496,3 +496,67 @@ def test_oracle_rotations_and_goals_it_has_no_plan_for():
     assert quiet.phase == "hold" and quiet.note == "the language names no task"
     with pytest.raises(ValueError, match="follow must be one of"):
         O.LiberoOracle(follow="both")
+
+
+def _flat_box_world(size):
+    from vla_bridge.embodiment.world import ObjectState, WorldState
+    box = ObjectState("cream_cheese_1", np.array([0.055, -0.103, 0.009]), np.array([1., 0, 0, 0]),
+                      np.array(size))
+    basket = ObjectState("basket_1", np.array([0.0, 0.25, 0.03]), np.array([1., 0, 0, 0]),
+                         np.array([0.12, 0.12, 0.06]))
+    region = ObjectState("basket_1_contain_region", np.array([0.0, 0.25, 0.02]),
+                         np.array([1., 0, 0, 0]), np.zeros(3))
+    return WorldState(0.0, {o.name: o for o in (box, basket, region)}, {})
+
+
+def _stuck_descent(oracle, size, stuck_z=0.044, calls=8):
+    """Plan from the home pose, arrive above the object, then report the hand at `stuck_z`
+    for `calls` calls; the plans' grasp points seen, in order."""
+    world = _flat_box_world(size)
+    oracle.set_instruction("put it in the basket", {"goal": [["in", "cream_cheese_1",
+                                                              "basket_1_contain_region"]]})
+    def at(pos):
+        return Observation(state=np.array([*pos, np.pi, 0, 0, 0.04, -0.04]), world=world)
+    oracle.predict(at([-0.15, 0.0, 0.26]))
+    grasps = [oracle.plan["grasp"].copy()]
+    oracle.predict(at(oracle.plan["above"]))
+    assert oracle.phase == "descend"
+    for _ in range(calls):
+        oracle.predict(at([*oracle.plan["grasp"][:2], stuck_z]))
+        if oracle.plan["grasp"][0] != grasps[-1][0]:
+            grasps.append(oracle.plan["grasp"].copy())
+    return grasps
+
+
+def test_oracle_grasps_a_long_flat_box_at_its_near_end_when_its_descent_is_stuck():
+    """LIBERO's cream cheese (8.1 x 4.3 x 1.8 cm) far out: the top-down descent stops 3.2 cm
+    above the centre grasp (the arm's reach); the oracle then grasps its end toward the robot."""
+    from vla_bridge.policy_nodes.oracle import libero as O
+    oracle = O.LiberoOracle()
+    grasps = _stuck_descent(oracle, [0.081, 0.043, 0.018])
+    assert len(grasps) == 2, "the stuck descent was never re-planned"
+    np.testing.assert_allclose(grasps[0][:2], [0.055, -0.103])  # the centre first
+    np.testing.assert_allclose(grasps[1], [0.055 - 0.0405 + O.NEAR_END_INSET_M, -0.103,
+                                           grasps[0][2]])  # the -x end: toward the robot
+    assert oracle.phase == "approach" and "near end" in oracle.note
+    assert oracle.plan["near_end"] is True
+    # the place keeps the grasp's offset, so the box still lands centred over the basket
+    np.testing.assert_allclose(oracle.plan["place"][:2] - oracle.plan["grasp"][:2],
+                               [0.0, 0.25] - np.array([0.055, -0.103]))
+    # once per goal: stuck again above the near end, it waits there (no third grasp)
+    world = _flat_box_world([0.081, 0.043, 0.018])
+    def at(pos):
+        return Observation(state=np.array([*pos, np.pi, 0, 0, 0.04, -0.04]), world=world)
+    oracle.predict(at(oracle.plan["above"]))
+    for _ in range(8):
+        oracle.predict(at([*grasps[1][:2], 0.044]))
+    assert oracle.phase == "descend"
+    np.testing.assert_allclose(oracle.plan["grasp"], grasps[1])
+    # a stall within STUCK_Z_M of the grasp point is a done descent, as before
+    low = O.LiberoOracle()
+    assert len(_stuck_descent(low, [0.081, 0.043, 0.018], stuck_z=0.012 + 0.015, calls=3)) == 1
+    assert low.phase not in ("approach", "descend")
+    # a square footprint is never re-planned: the descent waits, as before
+    square = O.LiberoOracle()
+    assert len(_stuck_descent(square, [0.05, 0.05, 0.018])) == 1
+    assert square.phase == "descend" and square.plan["near_end"] is None
