@@ -19,10 +19,9 @@ on the side with more room), others at their centre, the gripper turned 90 degre
 when the object is narrower along x than along y. An elongated object (a flat box: the
 cream cheese) whose centre grasp's descent is stuck STUCK_Z_M above it (the arm's top-down
 reach ends there) is grasped again, once, NEAR_END_INSET_M inside its end toward the robot.
-Each call returns `chunk_size` actions
-toward the current waypoint (a proportional step, clipped to the controller's [-1, 1]);
-orientation is held to the episode's first one (plus the grasp's yaw and a begun twist) the
-same way. A motion phase ends on a measured position (the first action of a call) within
+Each call returns `chunk_size` actions toward the current waypoint (a proportional step,
+clipped to the controller's [-1, 1]); orientation is held to the episode's first one (plus
+the grasp's yaw and a begun twist) the same way. A motion phase ends on a measured position (the first action of a call) within
 REACHED_M of its waypoint, or within STALL_NEAR_M when it stopped moving; a gripper phase
 after GRIP_STEPS actions, a twist after TWIST_STEPS. Goals it has no plan for (`open`,
 `close`: a drawer handle leaves a 1.6 cm slot that a top-down Panda finger does not fit, and
@@ -173,9 +172,9 @@ class LiberoOracle(PolicyBackend):
                 "above": np.array([*knob.pos[:2], top + 0.08]), "grasp": grasp}
 
     def _pick_and_place_plan(self, world, near_end_of: np.ndarray | None = None) -> dict:
-        """The pick-and-place waypoints; with `near_end_of` (the hand's first position, toward the
-        robot) an elongated object is grasped NEAR_END_INSET_M inside its end nearer it instead of at its
-        centre (the plan's `near_end` says which grasp it is: None for other objects)."""
+        """The pick-and-place waypoints. With `near_end_of` (the hand's first position, toward
+        the robot) an elongated object is grasped NEAR_END_INSET_M inside its end nearer it, not
+        at its centre; the plan's `near_end` says which grasp it is (None: not elongated)."""
         pred, obj_name, target_name = self.goals[0][:3]
         # whole objects (an articulated part, "<object>/<joint>", is inside its object's box)
         objects = {n: o for n, o in world.objects.items() if "/" not in n}
@@ -196,12 +195,9 @@ class LiberoOracle(PolicyBackend):
                 yaw = math.pi / 2
             grasp[2] = max(bottom + 0.012, top - 0.035)
             long_axis = int(np.argmax(obj.size[:2]))
-            if obj.size[long_axis] < ELONGATED * obj.size[1 - long_axis]:
-                near_end = None
-            elif near_end_of is None:
-                near_end = False
-            else:  # along the long axis, toward the robot
-                near_end = True
+            if obj.size[long_axis] >= ELONGATED * obj.size[1 - long_axis]:
+                near_end = near_end_of is not None
+            if near_end:  # along the long axis, toward the robot
                 side = 1.0 if near_end_of[long_axis] > obj.pos[long_axis] else -1.0
                 grasp[long_axis] += side * (obj.size[long_axis] / 2 - NEAR_END_INSET_M)
         if target.size.any():  # an object: on top of its box
@@ -299,7 +295,6 @@ class LiberoOracle(PolicyBackend):
                 self.counter += 1
             sim_pos = sim_pos + step * POS_SCALE * 0.5  # the controller closes ~half the gap
         return np.array(actions, float)
-
 
     def _descent_stuck(self, pos: np.ndarray) -> bool:
         """Whether a centre grasp of an elongated object has been stuck for STUCK_CALLS calls

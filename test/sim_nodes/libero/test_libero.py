@@ -509,20 +509,22 @@ def _flat_box_world(size):
     return WorldState(0.0, {o.name: o for o in (box, basket, region)}, {})
 
 
+def _hand_at(pos, world):
+    return Observation(state=np.array([*pos, np.pi, 0, 0, 0.04, -0.04]), world=world)
+
+
 def _stuck_descent(oracle, size, stuck_z=0.044, calls=8):
     """Plan from the home pose, arrive above the object, then report the hand at `stuck_z`
     for `calls` calls; the plans' grasp points seen, in order."""
     world = _flat_box_world(size)
     oracle.set_instruction("put it in the basket", {"goal": [["in", "cream_cheese_1",
                                                               "basket_1_contain_region"]]})
-    def at(pos):
-        return Observation(state=np.array([*pos, np.pi, 0, 0, 0.04, -0.04]), world=world)
-    oracle.predict(at([-0.15, 0.0, 0.26]))
+    oracle.predict(_hand_at([-0.15, 0.0, 0.26], world))
     grasps = [oracle.plan["grasp"].copy()]
-    oracle.predict(at(oracle.plan["above"]))
+    oracle.predict(_hand_at(oracle.plan["above"], world))
     assert oracle.phase == "descend"
     for _ in range(calls):
-        oracle.predict(at([*oracle.plan["grasp"][:2], stuck_z]))
+        oracle.predict(_hand_at([*oracle.plan["grasp"][:2], stuck_z], world))
         if oracle.plan["grasp"][0] != grasps[-1][0]:
             grasps.append(oracle.plan["grasp"].copy())
     return grasps
@@ -545,11 +547,9 @@ def test_oracle_grasps_a_long_flat_box_at_its_near_end_when_its_descent_is_stuck
                                [0.0, 0.25] - np.array([0.055, -0.103]))
     # once per goal: stuck again above the near end, it waits there (no third grasp)
     world = _flat_box_world([0.081, 0.043, 0.018])
-    def at(pos):
-        return Observation(state=np.array([*pos, np.pi, 0, 0, 0.04, -0.04]), world=world)
-    oracle.predict(at(oracle.plan["above"]))
+    oracle.predict(_hand_at(oracle.plan["above"], world))
     for _ in range(8):
-        oracle.predict(at([*grasps[1][:2], 0.044]))
+        oracle.predict(_hand_at([*grasps[1][:2], 0.044], world))
     assert oracle.phase == "descend"
     np.testing.assert_allclose(oracle.plan["grasp"], grasps[1])
     # a stall within STUCK_Z_M of the grasp point is a done descent, as before
